@@ -1,0 +1,112 @@
+import CLibPQ
+import Foundation
+
+/// Sends cancel requests (`PQcancel`) for the statement a connection is running, from any
+/// thread, and makes sure a cancel meant for one statement never reaches the next.
+///
+/// A cancel request travels on a separate connection and the server applies it to
+/// whatever the backend is doing when it arrives. So the connection does not start its
+/// next statement until every cancel request already sent has been delivered
+/// (``beginStatement(_:)`` waits for them); a request that arrives while the backend is
+/// idle is ignored by the server.
+public final class CancelHandle: @unchecked Sendable {
+    private let condition = NSCondition()
+    // Guarded by `condition`.
+    private var cancelObject: OpaquePointer?
+    private var current: CancelToken?
+    private var requestsInFlight = 0
+
+    init() {}
+
+    deinit {
+        if let cancelObject { PQfreeCancel(cancelObject) }
+    }
+
+    func install(_ connection: OpaquePointer) {
+        let object = PQgetCancel(connection)
+        condition.lock()
+        while requestsInFlight > 0 { condition.wait() }
+        if let old = cancelObject { PQfreeCancel(old) }
+        cancelObject = object
+        condition.unlock()
+    }
+
+    /// Cancels the statement running now, if any. Returns at once; the statement then
+    /// fails with ``PostgresError/Kind/canceled`` (SQLSTATE 57014).
+    public func cancelCurrentStatement() {
+        condition.lock()
+        let token = current
+        condition.unlock()
+        token?.cancel(.explicit)
+    }
+
+    /// Marks `token`'s statement as running; waits until earlier cancel requests are delivered.
+    func beginStatement(_ token: CancelToken) throws {
+        condition.lock()
+        defer { condition.unlock() }
+        while requestsInFlight > 0 { condition.wait() }
+        if let reason = token.reasonLocked {
+            throw PostgresError(reason == .timeout ? .timedOut : .canceled,
+                                message: "the statement was canceled before it was sent", sqlState: .queryCanceled)
+        }
+        current = token
+    }
+
+    func endStatement() {
+        condition.lock()
+        current = nil
+        condition.unlock()
+    }
+
+    /// Called by a token (under the lock's protection) when it is canceled.
+    fileprivate func requestCancel(for token: CancelToken) {
+        condition.lock()
+        guard current === token, let object = cancelObject else {
+            condition.unlock()
+            return
+        }
+        requestsInFlight += 1
+        condition.unlock()
+        // PQcancel opens a connection and waits for the server: keep it off the caller's thread.
+        DispatchQueue.global(qos: .userInitiated).async {
+            var message = [CChar](repeating: 0, count: 256)
+            // `object` stays valid: `install` waits for requests in flight before replacing it.
+            _ = PQcancel(object, &message, Int32(message.count))
+            self.condition.lock()
+            self.requestsInFlight -= 1
+            self.condition.broadcast()
+            self.condition.unlock()
+        }
+    }
+
+    fileprivate func withLock<R>(_ body: () -> R) -> R {
+        condition.lock()
+        defer { condition.unlock() }
+        return body()
+    }
+}
+
+/// The cancellation state of one statement: canceled by Task cancellation, a timeout, or an
+/// explicit ``CancelHandle/cancelCurrentStatement()``.
+final class CancelToken: @unchecked Sendable {
+    enum Reason: Sendable { case task, timeout, explicit }
+
+    private let handle: CancelHandle
+    // Guarded by the handle's lock.
+    private var reason: Reason?
+
+    init(handle: CancelHandle) { self.handle = handle }
+
+    var reasonLocked: Reason? { reason }
+
+    var cancellationReason: Reason? { handle.withLock { reason } }
+
+    func cancel(_ reason: Reason) {
+        let first = handle.withLock { () -> Bool in
+            guard self.reason == nil else { return false }
+            self.reason = reason
+            return true
+        }
+        if first { handle.requestCancel(for: self) }
+    }
+}

@@ -1,0 +1,134 @@
+import CLibPQ
+import Dispatch
+import Synchronization
+
+/// A message sent with `NOTIFY channel, 'payload'` (or `pg_notify`).
+public struct PostgresNotification: Sendable, Hashable {
+    public var channel: String
+    public var payload: String
+    /// The server process that sent it.
+    public var senderPID: Int32
+}
+
+/// The notifications a connection receives, as an `AsyncSequence`.
+///
+/// ```swift
+/// let listener = try await Connection.connect(url: url)   // a dedicated connection
+/// try await listener.listen(on: "items_changed")
+/// for try await notification in listener.notifications() { print(notification.payload) }
+/// ```
+///
+/// Waiting does not occupy the connection: other statements (`LISTEN` on more channels,
+/// queries) can run on it meanwhile. The sequence ends with an error when the connection
+/// is lost, and ends when the task is cancelled.
+public struct NotificationSequence: AsyncSequence, Sendable {
+    public typealias Element = PostgresNotification
+    let connection: Connection
+
+    public func makeAsyncIterator() -> Iterator { Iterator(connection: connection) }
+
+    public struct Iterator: AsyncIteratorProtocol {
+        let connection: Connection
+        public mutating func next() async throws -> PostgresNotification? {
+            try await connection.nextNotification()
+        }
+    }
+}
+
+/// One suspended `next()` waiting for the socket to become readable.
+final class NotificationWaiter: Sendable {
+    private struct State: Sendable {
+        var continuation: CheckedContinuation<Void, Never>?
+        var source: DispatchSourceRead?
+        var resumed = false
+    }
+    private let state = Mutex(State())
+
+    func arm(_ continuation: CheckedContinuation<Void, Never>, socket: Int32) {
+        let source = DispatchSource.makeReadSource(fileDescriptor: socket, queue: .global())
+        source.setEventHandler { [self] in resume() }
+        let resumeNow = state.withLock { state -> Bool in
+            if state.resumed { return true }
+            state.continuation = continuation
+            state.source = source
+            return false
+        }
+        if resumeNow { continuation.resume() } else { source.resume() }
+    }
+
+    func resume() {
+        let (continuation, source) = state.withLock { state -> (CheckedContinuation<Void, Never>?, DispatchSourceRead?) in
+            state.resumed = true
+            defer {
+                state.continuation = nil
+                state.source = nil
+            }
+            return (state.continuation, state.source)
+        }
+        source?.cancel()
+        continuation?.resume()
+    }
+}
+
+extension Connection {
+    /// Subscribes this connection to a channel (`LISTEN "channel"`).
+    public func listen(on channel: String) async throws {
+        try await query("LISTEN \(quoteIdentifier(channel))")
+    }
+
+    /// Unsubscribes from a channel (`UNLISTEN "channel"`).
+    public func unlisten(from channel: String) async throws {
+        try await query("UNLISTEN \(quoteIdentifier(channel))")
+    }
+
+    /// Sends a notification (`SELECT pg_notify($1, $2)`), delivered when the transaction commits.
+    public func notify(channel: String, payload: String = "") async throws {
+        try await query("SELECT pg_notify($1, $2)", channel, payload)
+    }
+
+    /// The notifications this connection receives; see ``NotificationSequence``.
+    public nonisolated func notifications() -> NotificationSequence {
+        NotificationSequence(connection: self)
+    }
+
+    func nextNotification() async throws -> PostgresNotification? {
+        while true {
+            if Task.isCancelled { return nil }
+            let handle = try liveHandle()
+            if activeStream == nil {
+                guard PQconsumeInput(handle) == 1 else {
+                    markBroken()
+                    throw PostgresError(.connectionLost, message: "the connection was lost while waiting for notifications: "
+                                        + Self.trimmed(PQerrorMessage(handle)))
+                }
+                if let notification = takeNotification(handle) { return notification }
+            }
+            let waiter = NotificationWaiter()
+            notificationWaiter = waiter
+            let socket = PQsocket(handle)
+            await withTaskCancellationHandler {
+                await withCheckedContinuation { continuation in
+                    waiter.arm(continuation, socket: socket)
+                }
+            } onCancel: {
+                waiter.resume()
+            }
+            if notificationWaiter === waiter { notificationWaiter = nil }
+        }
+    }
+
+    private func takeNotification(_ handle: OpaquePointer) -> PostgresNotification? {
+        guard let pointer = PQnotifies(handle) else { return nil }
+        defer { PQfreemem(pointer) }
+        let notify = pointer.pointee
+        return PostgresNotification(channel: String(cString: notify.relname),
+                                    payload: notify.extra.map { String(cString: $0) } ?? "",
+                                    senderPID: notify.be_pid)
+    }
+
+    /// A statement may have read notifications off the socket; a waiter must then look again.
+    func wakeNotificationWaiterIfQueued() {
+        notificationWaiter?.resume()
+        notificationWaiter = nil
+    }
+}

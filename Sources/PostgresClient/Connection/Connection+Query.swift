@@ -1,0 +1,130 @@
+import CLibPQ
+import Foundation
+
+/// Options for one statement.
+public struct QueryOptions: Sendable {
+    /// Cancels the statement (SQLSTATE 57014, ``PostgresError/Kind/timedOut``) when it runs longer.
+    public var timeout: Duration?
+    /// Binary (the default) or text results. Text returns every value in its canonical text
+    /// form, which can be read as `String` whatever its type.
+    public var resultFormat: PostgresFormat
+
+    public init(timeout: Duration? = nil, resultFormat: PostgresFormat = .binary) {
+        self.timeout = timeout
+        self.resultFormat = resultFormat
+    }
+
+    public static let `default` = QueryOptions()
+}
+
+extension Connection {
+    /// Runs one statement with its values as bind parameters (`$1`, `$2`, …) and returns
+    /// its rows in binary format.
+    ///
+    /// ```swift
+    /// let rows = try await connection.query("SELECT name FROM items WHERE id = $1", id)
+    /// ```
+    ///
+    /// Cancelling the calling task sends a cancel request to the server; the statement then
+    /// fails with ``PostgresError/Kind/canceled`` (SQLSTATE 57014) and the connection stays usable.
+    @discardableResult
+    public func query<each Value: PostgresEncodable>(_ sql: String, _ values: repeat each Value) async throws -> QueryResult {
+        let bindings = try PostgresBindings(repeat each values)
+        return try await query(sql, bindings: bindings, options: .default)
+    }
+
+    /// Runs one statement with prepared bindings and options (a timeout, text results).
+    @discardableResult
+    public func query(_ sql: String, bindings: PostgresBindings, options: QueryOptions = .default) async throws -> QueryResult {
+        try await withCancellation(timeout: options.timeout) { token in
+            try run(sql, bindings, format: options.resultFormat, token: token)
+        }
+    }
+
+    /// Runs one or more statements separated by `;` with the simple query protocol, as
+    /// `psql` does: no parameters, text results, one result per statement. Use it for
+    /// scripts and DDL; use ``query(_:_:)`` for anything with values.
+    @discardableResult
+    public func execute(script sql: String, timeout: Duration? = nil) async throws -> [QueryResult] {
+        try await withCancellation(timeout: timeout) { token in
+            try runSimple(sql, token: token)
+        }
+    }
+
+    /// Prepares a statement once on this connection, to run it many times without the
+    /// server parsing and planning it again (`PQprepare`).
+    public func prepare(_ sql: String, parameterTypes: [PostgresType] = []) async throws -> PreparedStatement {
+        try await withCancellation(timeout: nil) { token in
+            let handle = try readyHandle()
+            try begin(token)
+            defer { end(token) }
+            cursorCounter += 1
+            let name = "pd_statement_\(cursorCounter)"
+            let oids = parameterTypes.map(\.oid)
+            let sent = oids.withUnsafeBufferPointer {
+                PQsendPrepare(handle, name, sql, Int32(oids.count), oids.isEmpty ? nil : $0.baseAddress)
+            }
+            guard sent == 1 else { throw sendError(handle, statement: sql) }
+            _ = try collectResult(handle, statement: sql, token: token)
+            return PreparedStatement(name: name, sql: sql, connection: self)
+        }
+    }
+
+    /// Runs a statement prepared on this connection with new values.
+    @discardableResult
+    public func execute(_ statement: PreparedStatement, bindings: PostgresBindings = PostgresBindings(),
+                        options: QueryOptions = .default) async throws -> QueryResult {
+        guard statement.connection === self else {
+            throw PostgresError(.misuse, message: "the statement was prepared on another connection", statement: statement.sql)
+        }
+        return try await withCancellation(timeout: options.timeout) { token in
+            let handle = try readyHandle()
+            try begin(token)
+            defer { end(token) }
+            let sent = bindings.withUnsafeParameters { count, _, values, lengths, formats in
+                PQsendQueryPrepared(handle, statement.name, count, values, lengths, formats, options.resultFormat.rawValue)
+            }
+            guard sent == 1 else { throw sendError(handle, statement: statement.sql) }
+            return try collectResult(handle, statement: statement.sql, token: token)
+        }
+    }
+
+    /// Sends a cancel request for whatever statement this connection runs now.
+    public nonisolated func cancelCurrentQuery() {
+        cancelHandle.cancelCurrentStatement()
+    }
+
+    /// Runs `body` (on this connection's thread) with a token that Task cancellation and
+    /// the timeout cancel.
+    func withCancellation<R>(timeout: Duration?, _ body: (CancelToken) throws -> R) async throws -> R {
+        let token = CancelToken(handle: cancelHandle)
+        return try await withTaskCancellationHandler {
+            var timer: DispatchWorkItem?
+            if let timeout {
+                let item = DispatchWorkItem { token.cancel(.timeout) }
+                let (seconds, attoseconds) = timeout.components
+                let nanoseconds = Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000)
+                DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(nanoseconds), execute: item)
+                timer = item
+            }
+            defer { timer?.cancel() }
+            if Task.isCancelled { token.cancel(.task) }
+            return try body(token)
+        } onCancel: {
+            token.cancel(.task)
+        }
+    }
+}
+
+/// A statement prepared on one connection with ``Connection/prepare(_:parameterTypes:)``.
+public struct PreparedStatement: Sendable {
+    public let name: String
+    public let sql: String
+    let connection: Connection
+}
+
+/// Quotes an identifier for SQL (`"order"`, `"My ""odd"" name"`); use it for names that
+/// come from a model or a configuration, never for values.
+public func quoteIdentifier(_ name: String) -> String {
+    "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+}

@@ -1,0 +1,71 @@
+import DequeModule
+import Foundation
+
+/// A serial executor that runs every job on one dedicated OS thread.
+///
+/// A ``Connection`` uses one as its actor executor, so libpq's blocking calls
+/// (`PQgetResult`, `PQputCopyData`, `PQconnectdbParams`) block this thread only and
+/// never a thread of Swift's cooperative pool.
+final class ConnectionThread: SerialExecutor, @unchecked Sendable {
+    // Guarded by `condition`.
+    private var jobs = Deque<UnownedJob>()
+    private var stopping = false
+    private let condition = NSCondition()
+    private nonisolated(unsafe) var threadID: pthread_t?
+
+    init(name: String) {
+        let thread = Thread { [self] in self.run() }
+        thread.name = name
+        thread.stackSize = 1 << 20
+        thread.start()
+    }
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        condition.lock()
+        jobs.append(job)
+        condition.signal()
+        condition.unlock()
+    }
+
+    func asUnownedSerialExecutor() -> UnownedSerialExecutor {
+        UnownedSerialExecutor(ordinary: self)
+    }
+
+    func checkIsolated() {
+        condition.lock()
+        let owner = threadID
+        condition.unlock()
+        precondition(owner.map { pthread_equal($0, pthread_self()) != 0 } ?? false,
+                     "expected to run on the connection's thread")
+    }
+
+    /// Lets the thread end once the jobs already enqueued have run.
+    func shutdown() {
+        condition.lock()
+        stopping = true
+        condition.signal()
+        condition.unlock()
+    }
+
+    private func run() {
+        condition.lock()
+        threadID = pthread_self()
+        condition.unlock()
+        let executor = asUnownedSerialExecutor()
+        var batch = Deque<UnownedJob>()
+        while true {
+            condition.lock()
+            while jobs.isEmpty && !stopping { condition.wait() }
+            if jobs.isEmpty && stopping {
+                condition.unlock()
+                return
+            }
+            swap(&batch, &jobs)
+            condition.unlock()
+            while let job = batch.popFirst() {
+                job.runSynchronously(on: executor)
+            }
+        }
+    }
+}

@@ -1,0 +1,93 @@
+import CLibPQ
+
+/// One row of a ``QueryResult``; values are decoded when asked for, by index or by name.
+///
+/// ```swift
+/// for row in try await connection.query("SELECT id, name, created_at FROM items") {
+///     let (id, name, createdAt) = try row.decode((Int64, String, Date).self)
+///     let done = try row.decode(Bool.self, named: "done")
+/// }
+/// ```
+public struct Row: Sendable {
+    let storage: ResultStorage
+    let handle: OpaquePointer
+    let row: Int32
+
+    /// The number of columns.
+    public var count: Int { storage.columns.count }
+
+    /// True when the column holds SQL NULL.
+    public func isNull(at column: Int) -> Bool {
+        PQgetisnull(handle, row, Int32(column)) != 0
+    }
+
+    /// Decodes the value of the column at `column` (0-based).
+    @inline(__always)
+    public func decode<Value: PostgresDecodable>(_ type: Value.Type = Value.self, at column: Int) throws -> Value {
+        guard column >= 0 && column < storage.columns.count else {
+            throw PostgresError(
+                .misuse, message: "column index \(column) is out of range: the result has \(storage.columns.count) columns",
+                statement: storage.statement)
+        }
+        let index = Int32(column)
+        do {
+            if PQgetisnull(handle, row, index) != 0 { return try Value.decodeNull() }
+            let cell = PostgresCell(
+                bytes: UnsafeRawBufferPointer(start: PQgetvalue(handle, row, index), count: Int(PQgetlength(handle, row, index))),
+                type: storage.columns.types[column], format: storage.columns.formats[column])
+            return try Value.decode(from: cell)
+        } catch {
+            throw decodingError(error, column: column, as: Value.self)
+        }
+    }
+
+    /// Decodes the value of the column called `name`.
+    public func decode<Value: PostgresDecodable>(_ type: Value.Type = Value.self, named name: String) throws -> Value {
+        guard let column = storage.columns.index(of: name) else {
+            throw PostgresError(
+                .misuse, message: "the result has no column \"\(name)\"",
+                hint: "Its columns are \(storage.columns.names.map { "\"\($0)\"" }.joined(separator: ", ")).",
+                statement: storage.statement)
+        }
+        return try decode(Value.self, at: column)
+    }
+
+    /// Decodes the first columns as a tuple: `row.decode((Int64, String?).self)`.
+    public func decode<each Value: PostgresDecodable>(_ types: (repeat each Value).Type) throws -> (repeat each Value) {
+        var column = 0
+        func next<V: PostgresDecodable>(_: V.Type) throws -> V {
+            defer { column += 1 }
+            return try decode(V.self, at: column)
+        }
+        return (repeat try next((each Value).self))
+    }
+
+    /// The raw bytes of a column, or nil for NULL, valid as long as the row's result lives.
+    public func withUnsafeBytes<R>(at column: Int, _ body: (UnsafeRawBufferPointer?) throws -> R) rethrows -> R {
+        let index = Int32(column)
+        if PQgetisnull(handle, row, index) != 0 { return try body(nil) }
+        return try body(UnsafeRawBufferPointer(start: PQgetvalue(handle, row, index), count: Int(PQgetlength(handle, row, index))))
+    }
+
+    private func decodingError<Value>(_ error: PostgresDecodingError, column: Int, as: Value.Type) -> PostgresError {
+        let name = storage.columns.names[column]
+        let type = storage.columns.types[column]
+        let message: String
+        var hint: String?
+        switch error {
+        case .typeMismatch:
+            message = "column \"\(name)\" is of type \(type), which cannot be decoded as \(Value.self)"
+            hint = "Decode it as a Swift type that matches \(type), or cast it in SQL."
+        case .unexpectedNull:
+            message = "column \"\(name)\" (\(type)) is NULL, which cannot be decoded as \(Value.self)"
+            hint = "Decode it as \(Value.self)? to accept NULL."
+        case .malformed(let reason):
+            message = "column \"\(name)\" (\(type)) holds a value that cannot be decoded as \(Value.self): \(reason)"
+        case .outOfRange(let reason):
+            message = "column \"\(name)\" (\(type)) does not fit in \(Value.self): \(reason)"
+        }
+        var result = PostgresError(.decoding, message: message, hint: hint, statement: storage.statement)
+        result.columnName = name
+        return result
+    }
+}

@@ -1,0 +1,250 @@
+import CLibPQ
+
+/// How a ``RowStream`` reads a large result.
+public enum StreamMode: Sendable, Hashable {
+    /// A server-side cursor: `DECLARE … NO SCROLL CURSOR`, then `FETCH FORWARD batchSize`
+    /// per batch. Runs inside the caller's transaction, or in a read-only one it opens
+    /// and closes itself. Memory holds one batch; the server holds the rest.
+    case cursor(batchSize: Int)
+    /// libpq's single-row mode: one statement whose rows are read as they arrive and
+    /// handed over `batchSize` at a time. No transaction needed, but the connection runs
+    /// nothing else until the stream ends.
+    case singleRow(batchSize: Int)
+
+    var batchSize: Int {
+        switch self {
+        case .cursor(let size), .singleRow(let size): max(1, size)
+        }
+    }
+}
+
+/// The rows of a large result as an `AsyncSequence` of batches (each a ``QueryResult``).
+///
+/// ```swift
+/// for try await batch in connection.stream("SELECT id, name FROM items", mode: .cursor(batchSize: 10_000)) {
+///     for row in batch { let (id, name) = try row.decode((Int64, String).self) }
+/// }
+/// ```
+///
+/// Back-pressure is built in: the next batch is fetched only when the loop asks for it.
+/// Leaving the loop early closes the cursor (or cancels the single-row statement); Task
+/// cancellation cancels the fetch in flight on the server.
+public struct RowStream: AsyncSequence, Sendable {
+    public typealias Element = QueryResult
+
+    let connection: Connection
+    let sql: String
+    let bindings: PostgresBindings
+    let mode: StreamMode
+
+    public func makeAsyncIterator() -> Iterator {
+        Iterator(owner: StreamOwner(connection: connection, state: StreamState(sql: sql, bindings: bindings, mode: mode)))
+    }
+
+    public struct Iterator: AsyncIteratorProtocol {
+        let owner: StreamOwner
+
+        public mutating func next() async throws -> QueryResult? {
+            try await owner.connection.nextBatch(owner.state)
+        }
+    }
+}
+
+/// Hands an abandoned stream back to its connection for cleanup.
+final class StreamOwner: Sendable {
+    let connection: Connection
+    let state: StreamState
+
+    init(connection: Connection, state: StreamState) {
+        self.connection = connection
+        self.state = state
+    }
+
+    deinit {
+        connection.scheduleCleanup(state)
+    }
+}
+
+/// Where a stream is; read and written on its connection's thread only.
+final class StreamState: @unchecked Sendable {
+    let sql: String
+    let bindings: PostgresBindings
+    let mode: StreamMode
+    var started = false
+    var finished = false
+    var cursorName: String?
+    var ownsTransaction = false
+    var columns: ColumnSet?
+
+    init(sql: String, bindings: PostgresBindings, mode: StreamMode) {
+        self.sql = sql
+        self.bindings = bindings
+        self.mode = mode
+    }
+}
+
+extension Connection {
+    /// Streams the rows of `sql` in batches; see ``RowStream``.
+    public nonisolated func stream<each Value: PostgresEncodable>(
+        _ sql: String, _ values: repeat each Value, mode: StreamMode = .cursor(batchSize: 10_000)
+    ) throws -> RowStream {
+        RowStream(connection: self, sql: sql, bindings: try PostgresBindings(repeat each values), mode: mode)
+    }
+
+    /// Streams the rows of `sql` with prepared bindings; see ``RowStream``.
+    public nonisolated func stream(_ sql: String, bindings: PostgresBindings, mode: StreamMode = .cursor(batchSize: 10_000)) -> RowStream {
+        RowStream(connection: self, sql: sql, bindings: bindings, mode: mode)
+    }
+
+    func nextBatch(_ state: StreamState) async throws -> QueryResult? {
+        if state.finished { return nil }
+        return try await withCancellation(timeout: nil) { token in
+            switch state.mode {
+            case .cursor(let size): try nextCursorBatch(state, size: max(1, size), token: token)
+            case .singleRow(let size): try nextSingleRowBatch(state, size: max(1, size), token: token)
+            }
+        }
+    }
+
+    private func nextCursorBatch(_ state: StreamState, size: Int, token: CancelToken) throws -> QueryResult? {
+        if !state.started {
+            state.started = true
+            let handle = try readyHandle()
+            switch PQtransactionStatus(handle) {
+            case PQTRANS_IDLE:
+                _ = try run("BEGIN READ ONLY", PostgresBindings(), format: .binary, token: token)
+                state.ownsTransaction = true
+            case PQTRANS_INERROR:
+                state.finished = true
+                throw PostgresError(.misuse, message: "cannot open a cursor: the current transaction has failed",
+                                    sqlState: .inFailedTransaction, statement: state.sql)
+            default:
+                break
+            }
+            cursorCounter += 1
+            let name = "pd_cursor_\(cursorCounter)"
+            do {
+                _ = try run("DECLARE \(name) NO SCROLL CURSOR FOR \(state.sql)", state.bindings, format: .binary, token: token)
+            } catch {
+                endCursor(state)
+                throw error
+            }
+            state.cursorName = name
+        }
+        guard let name = state.cursorName else { return nil }
+        let batch: QueryResult
+        do {
+            batch = try run("FETCH FORWARD \(size) FROM \(name)", PostgresBindings(), format: .binary, token: token)
+        } catch {
+            endCursor(state)
+            throw error
+        }
+        if batch.count < size { endCursor(state) }
+        return batch.isEmpty ? nil : batch
+    }
+
+    /// Closes the cursor and the transaction the stream opened; errors leave nothing to clean.
+    func endCursor(_ state: StreamState) {
+        state.finished = true
+        guard let handle, PQstatus(handle) == CONNECTION_OK else { return }
+        let status = PQtransactionStatus(handle)
+        if state.ownsTransaction {
+            let sql = status == PQTRANS_INTRANS ? "COMMIT" : "ROLLBACK"
+            _ = try? runSimple(sql, token: nil)
+        } else if let name = state.cursorName, status == PQTRANS_INTRANS {
+            _ = try? runSimple("CLOSE \(name)", token: nil)
+        }
+        state.cursorName = nil
+    }
+
+    private func nextSingleRowBatch(_ state: StreamState, size: Int, token: CancelToken) throws -> QueryResult? {
+        let handle = state.started ? try liveHandle() : try readyHandle()
+        try begin(token)
+        defer { end(token) }
+        if !state.started {
+            state.started = true
+            let sent = state.bindings.withUnsafeParameters { count, types, values, lengths, formats in
+                PQsendQueryParams(handle, state.sql, count, types, values, lengths, formats, PostgresFormat.binary.rawValue)
+            }
+            guard sent == 1 else {
+                state.finished = true
+                throw sendError(handle, statement: state.sql)
+            }
+            PQsetSingleRowMode(handle)
+            activeStream = state
+        }
+        var rows: [OpaquePointer] = []
+        rows.reserveCapacity(size)
+        var failure: PostgresError?
+        while rows.count < size {
+            guard let result = PQgetResult(handle) else {
+                state.finished = true
+                activeStream = nil
+                break
+            }
+            switch PQresultStatus(result) {
+            case PGRES_SINGLE_TUPLE:
+                if state.columns == nil { state.columns = ColumnSet(result) }
+                rows.append(result)
+            case PGRES_FATAL_ERROR:
+                if failure == nil { failure = makeError(result, statement: state.sql, token: token) }
+                PQclear(result)
+            default:
+                PQclear(result)
+            }
+        }
+        if let failure {
+            rows.forEach { PQclear($0) }
+            while let result = PQgetResult(handle) { PQclear(result) }
+            state.finished = true
+            activeStream = nil
+            throw failure
+        }
+        guard !rows.isEmpty, let columns = state.columns else { return nil }
+        return QueryResult(storage: ResultStorage(singleRows: rows, columns: columns, statement: state.sql))
+    }
+
+    /// Cancels the single-row statement in flight and reads what is left of it.
+    func drainAfterCancel() {
+        guard let handle else { return }
+        let token = CancelToken(handle: cancelHandle)
+        guard (try? cancelHandle.beginStatement(token)) != nil else { return }
+        token.cancel(.explicit)
+        while let result = PQgetResult(handle) { PQclear(result) }
+        cancelHandle.endStatement()
+    }
+
+    /// Called from any thread when a stream's iterator goes away.
+    nonisolated func scheduleCleanup(_ state: StreamState) {
+        pendingCleanups.withLock { $0.append(state) }
+        Task { await self.runPendingCleanups() }
+    }
+
+    /// Closes what abandoned streams left open: their cursor and transaction, or their statement.
+    func runPendingCleanups() {
+        let states = pendingCleanups.withLock { states -> [StreamState] in
+            defer { states.removeAll() }
+            return states
+        }
+        for state in states where state.started && !state.finished {
+            switch state.mode {
+            case .cursor:
+                endCursor(state)
+            case .singleRow:
+                if activeStream === state {
+                    drainAfterCancel()
+                    activeStream = nil
+                }
+                state.finished = true
+            }
+        }
+        if !states.isEmpty { refreshHealth() }
+    }
+
+    /// The handle, ready for a new statement: abandoned streams cleaned up, no stream active.
+    func readyHandle() throws -> OpaquePointer {
+        if pendingCleanups.withLock({ !$0.isEmpty }) { runPendingCleanups() }
+        try ensureNotStreaming()
+        return try liveHandle()
+    }
+}

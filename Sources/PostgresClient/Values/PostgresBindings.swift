@@ -1,0 +1,81 @@
+import CLibPQ
+
+/// The parameter values of one statement (`$1`, `$2`, …), encoded in binary into one buffer.
+///
+/// Most code passes values straight to ``Connection/query(_:_:)``; build bindings by hand
+/// when the number of parameters is known only at run time:
+///
+/// ```swift
+/// var bindings = PostgresBindings()
+/// for id in ids { try bindings.append(id) }
+/// ```
+public struct PostgresBindings: Sendable {
+    var buffer = PostgresBuffer()
+    // Start of each value in `buffer`, or -1 for NULL.
+    private var offsets: [Int32] = []
+    private var lengths: [Int32] = []
+    private(set) var types: [UInt32] = []
+
+    public init() {}
+
+    public init<each Value: PostgresEncodable>(_ values: repeat each Value) throws {
+        for value in repeat each values { try append(value) }
+    }
+
+    public var count: Int { offsets.count }
+    public var isEmpty: Bool { offsets.isEmpty }
+
+    /// Appends a value as the next parameter; `Optional.none` appends NULL.
+    public mutating func append<Value: PostgresEncodable>(_ value: Value) throws {
+        types.append(Value.postgresType.oid)
+        if value.isPostgresNull {
+            offsets.append(-1)
+            lengths.append(0)
+            return
+        }
+        let start = buffer.count
+        try value.encode(into: &buffer)
+        guard buffer.count - start <= Int32.max, buffer.count <= Int32.max else {
+            throw PostgresError(.encoding, message: "parameter \(count + 1) is larger than 2 GiB")
+        }
+        offsets.append(Int32(start))
+        lengths.append(Int32(buffer.count - start))
+    }
+
+    /// Appends NULL of the given type (or of a type the server infers).
+    public mutating func appendNull(_ type: PostgresType = .unspecified) {
+        types.append(type.oid)
+        offsets.append(-1)
+        lengths.append(0)
+    }
+
+    /// Calls `body` with the arrays `PQsendQueryParams` takes: types, values, lengths, formats.
+    func withUnsafeParameters<R>(
+        _ body: (Int32, UnsafePointer<Oid>?, UnsafePointer<UnsafePointer<CChar>?>?, UnsafePointer<Int32>?,
+                 UnsafePointer<Int32>?) throws -> R
+    ) rethrows -> R {
+        let count = offsets.count
+        if count == 0 { return try body(0, nil, nil, nil, nil) }
+        let formats = [Int32](repeating: PostgresFormat.binary.rawValue, count: count)
+        return try buffer.bytes.withUnsafeBytes { raw in
+            // A zero-length value still needs a non-NULL pointer, or libpq sends NULL.
+            let base = raw.baseAddress?.assumingMemoryBound(to: CChar.self) ?? Self.emptyValue
+            var values = [UnsafePointer<CChar>?](repeating: nil, count: count)
+            for index in 0..<count where offsets[index] >= 0 {
+                values[index] = lengths[index] == 0 ? Self.emptyValue : base + Int(offsets[index])
+            }
+            return try types.withUnsafeBufferPointer { types in
+                try values.withUnsafeBufferPointer { values in
+                    try lengths.withUnsafeBufferPointer { lengths in
+                        try formats.withUnsafeBufferPointer { formats in
+                            try body(Int32(count), types.baseAddress, values.baseAddress, lengths.baseAddress,
+                                     formats.baseAddress)
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    private static let emptyValue: UnsafePointer<CChar> = UnsafePointer(strdup("")!)
+}

@@ -1,0 +1,274 @@
+import Foundation
+import PostgresClient
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A private PostgreSQL cluster in a temporary directory, for tests, benchmarks and demos.
+///
+/// ```swift
+/// let server = try TemporaryPostgres.start()
+/// let connection = try await Connection.connect(server.configuration)
+/// ```
+///
+/// It runs `initdb` and `pg_ctl` (found on `PATH`, in `POSTGRES_BIN_DIR`, or under
+/// `/usr/lib/postgresql/*/bin`) on a free TCP port on 127.0.0.1 and a Unix socket in its own
+/// directory. As root, where `initdb` refuses to run, the server runs as the unprivileged
+/// `postgres` user. The cluster is stopped and deleted when the process exits — and, should
+/// the process be killed, by a small watchdog that notices it is gone.
+public final class TemporaryPostgres: Sendable {
+    /// The temporary directory holding the data directory, the socket and the log.
+    public let directory: String
+    public let dataDirectory: String
+    public let port: Int
+    /// The server binaries used.
+    public let binaries: ServerBinaries
+    /// The user the server runs as when this process is root.
+    let serverUser: String?
+    private let running = Mutex(true)
+
+    /// Settings that make a throwaway cluster fast: its data is never worth an fsync.
+    public static let fastSettings: [String: String] = [
+        "fsync": "off", "synchronous_commit": "off", "full_page_writes": "off",
+        "max_connections": "300", "shared_buffers": "128MB", "max_wal_size": "2GB",
+    ]
+
+    /// Settings a benchmark wants: durable commits, as in production.
+    public static let durableSettings: [String: String] = ["max_connections": "300", "shared_buffers": "256MB", "max_wal_size": "4GB"]
+
+    /// Initializes and starts a cluster. Throws ``TemporaryPostgresError`` naming what is
+    /// missing (binaries, the `postgres` user) or what failed, with the server's log.
+    public static func start(settings: [String: String] = fastSettings) throws -> TemporaryPostgres {
+        let binaries = try ServerBinaries.locate()
+        let serverUser: String? = geteuid() == 0 ? "postgres" : nil
+        var template = Array("/tmp/postgres-data.XXXXXX".utf8CString)
+        guard let created = mkdtemp(&template) else {
+            throw TemporaryPostgresError("cannot create a temporary directory: \(String(cString: strerror(errno)))")
+        }
+        let directory = String(cString: created)
+        do {
+            if let serverUser {
+                guard let account = getpwnam(serverUser) else {
+                    throw TemporaryPostgresError(
+                        "running as root, the server needs the unprivileged user \"\(serverUser)\", which does not exist",
+                        hint: "apt-get install -y postgresql creates it (or: useradd --system postgres).")
+                }
+                guard chown(directory, account.pointee.pw_uid, account.pointee.pw_gid) == 0 else {
+                    throw TemporaryPostgresError("cannot hand \(directory) to \(serverUser): \(String(cString: strerror(errno)))")
+                }
+            }
+            let server = TemporaryPostgres(directory: directory, port: try freePort(), binaries: binaries, serverUser: serverUser)
+            try server.initialize(settings: settings)
+            try server.launch()
+            register(server)
+            server.startWatchdog()
+            return server
+        } catch {
+            try? FileManager.default.removeItem(atPath: directory)
+            throw error
+        }
+    }
+
+    private init(directory: String, port: Int, binaries: ServerBinaries, serverUser: String?) {
+        self.directory = directory
+        self.dataDirectory = directory + "/data"
+        self.port = port
+        self.binaries = binaries
+        self.serverUser = serverUser
+    }
+
+    /// Connects through the Unix socket as the `postgres` superuser to the `postgres` database.
+    public var configuration: Configuration {
+        // Only values this type chose itself: cannot fail.
+        try! Configuration(keywords: ["host": directory, "port": String(port), "user": "postgres", "dbname": "postgres"])
+    }
+
+    /// The same server over TCP on 127.0.0.1.
+    public var tcpURL: String { "postgres://postgres@127.0.0.1:\(port)/postgres" }
+
+    /// The Unix-socket URL.
+    public var url: String { "postgres://postgres@/postgres?host=\(directory)&port=\(port)" }
+
+    /// The server's log, for diagnosing a failure.
+    public var log: String {
+        (try? String(contentsOfFile: directory + "/server.log", encoding: .utf8)) ?? ""
+    }
+
+    /// Stops the server at once (connections are dropped) and deletes its files.
+    public func stop() {
+        let wasRunning = running.withLock { running in
+            defer { running = false }
+            return running
+        }
+        guard wasRunning else { return }
+        _ = try? run(binaries.pgCtl, ["-D", dataDirectory, "-m", "immediate", "-w", "stop"], asServerUser: true)
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    /// Restarts the server (`pg_ctl restart`, fast mode): every connection is dropped, the data stays.
+    public func restart() throws {
+        _ = try run(binaries.pgCtl, ["-D", dataDirectory, "-l", directory + "/server.log", "-m", "fast", "-w", "-t", "60",
+                                     "restart"], asServerUser: true)
+    }
+
+    private func initialize(settings: [String: String]) throws {
+        _ = try run(binaries.initdb, ["-D", dataDirectory, "-U", "postgres", "--auth=trust", "-E", "UTF8",
+                                      "--no-locale", "--no-sync"], asServerUser: true)
+        var configuration = "\n# PostgresDataTesting\nport = \(port)\nlisten_addresses = '127.0.0.1'\n"
+        configuration += "unix_socket_directories = '\(directory)'\n"
+        for (name, value) in settings.sorted(by: { $0.key < $1.key }) {
+            configuration += "\(name) = '\(value.replacingOccurrences(of: "'", with: "''"))'\n"
+        }
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: dataDirectory + "/postgresql.conf"))
+        defer { try? handle.close() }
+        try handle.seekToEnd()
+        try handle.write(contentsOf: Data(configuration.utf8))
+    }
+
+    private func launch() throws {
+        do {
+            _ = try run(binaries.pgCtl, ["-D", dataDirectory, "-l", directory + "/server.log", "-w", "-t", "60", "start"],
+                        asServerUser: true)
+        } catch let error as TemporaryPostgresError {
+            throw TemporaryPostgresError(error.message + "\nserver log:\n" + log, hint: error.hint)
+        }
+    }
+
+    /// Stops the cluster if this process dies without running its exit handlers.
+    private func startWatchdog() {
+        let pidFile = dataDirectory + "/postmaster.pid"
+        let script = """
+            while kill -0 \(getpid()) 2>/dev/null; do sleep 1; done
+            if [ -f '\(pidFile)' ]; then kill -QUIT "$(head -1 '\(pidFile)')" 2>/dev/null; sleep 1; fi
+            rm -rf '\(directory)'
+            """
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        process.arguments = ["-c", script]
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try? process.run()
+    }
+
+    /// Runs a server binary, as the server user when this process is root; returns its output.
+    @discardableResult
+    func run(_ executable: String, _ arguments: [String], asServerUser: Bool) throws -> String {
+        let process = Process()
+        if asServerUser, let serverUser {
+            process.executableURL = URL(fileURLWithPath: ServerBinaries.runuser)
+            process.arguments = ["-u", serverUser, "--", executable] + arguments
+        } else {
+            process.executableURL = URL(fileURLWithPath: executable)
+            process.arguments = arguments
+        }
+        process.currentDirectoryURL = URL(fileURLWithPath: directory)
+        var environment = ProcessInfo.processInfo.environment
+        environment["LC_ALL"] = "C"
+        environment.removeValue(forKey: "PGDATA")
+        process.environment = environment
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = output
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        let text = String(decoding: data, as: UTF8.self)
+        guard process.terminationStatus == 0 else {
+            throw TemporaryPostgresError(
+                "\((executable as NSString).lastPathComponent) \(arguments.joined(separator: " ")) failed "
+                    + "(exit status \(process.terminationStatus)):\n\(text)")
+        }
+        return text
+    }
+
+    private static func freePort() throws -> Int {
+        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard socket >= 0 else { throw TemporaryPostgresError("cannot open a socket to find a free port") }
+        defer { close(socket) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = 0
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { address -> Bool in
+                bind(socket, address, length) == 0 && getsockname(socket, address, &length) == 0
+            }
+        }
+        guard bound else { throw TemporaryPostgresError("cannot find a free port on 127.0.0.1") }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    // MARK: - Stopping every cluster at exit
+
+    private static let clusters = Mutex<[TemporaryPostgres]>([])
+
+    private static func register(_ server: TemporaryPostgres) {
+        let first = clusters.withLock { clusters in
+            clusters.append(server)
+            return clusters.count == 1
+        }
+        if first { atexit { TemporaryPostgres.stopAll() } }
+    }
+
+    static func stopAll() {
+        let all = clusters.withLock { clusters in
+            defer { clusters.removeAll() }
+            return clusters
+        }
+        all.forEach { $0.stop() }
+    }
+}
+
+/// Where the PostgreSQL server binaries are.
+public struct ServerBinaries: Sendable {
+    public let initdb: String
+    public let pgCtl: String
+    /// The directory holding them.
+    public let directory: String
+
+    static let runuser: String = ["/usr/sbin/runuser", "/sbin/runuser", "/usr/bin/runuser"]
+        .first { FileManager.default.isExecutableFile(atPath: $0) } ?? "runuser"
+
+    /// Looks in `POSTGRES_BIN_DIR`, then `PATH`, then `/usr/lib/postgresql/<newest>/bin`.
+    public static func locate() throws -> ServerBinaries {
+        var candidates: [String] = []
+        let environment = ProcessInfo.processInfo.environment
+        if let explicit = environment["POSTGRES_BIN_DIR"] { candidates.append(explicit) }
+        candidates += (environment["PATH"] ?? "").split(separator: ":").map(String.init)
+        let versions = (try? FileManager.default.contentsOfDirectory(atPath: "/usr/lib/postgresql")) ?? []
+        candidates += versions.compactMap(Int.init).sorted(by: >).map { "/usr/lib/postgresql/\($0)/bin" }
+        for directory in candidates {
+            let initdb = directory + "/initdb"
+            let pgCtl = directory + "/pg_ctl"
+            if FileManager.default.isExecutableFile(atPath: initdb) && FileManager.default.isExecutableFile(atPath: pgCtl) {
+                // Resolve symlinks so that pg_ctl finds the postgres binary beside the real file.
+                let real = (initdb as NSString).resolvingSymlinksInPath
+                let realDirectory = (real as NSString).deletingLastPathComponent
+                return ServerBinaries(initdb: realDirectory + "/initdb", pgCtl: realDirectory + "/pg_ctl", directory: realDirectory)
+            }
+        }
+        throw TemporaryPostgresError(
+            "the PostgreSQL server binaries (initdb, pg_ctl) were not found on PATH or under /usr/lib/postgresql",
+            hint: "Install them with: apt-get install -y postgresql (or set POSTGRES_BIN_DIR, or DATABASE_URL to use a running server).")
+    }
+}
+
+/// Why a throwaway PostgreSQL could not be started.
+public struct TemporaryPostgresError: Error, CustomStringConvertible, Sendable {
+    public var message: String
+    public var hint: String?
+
+    public init(_ message: String, hint: String? = nil) {
+        self.message = message
+        self.hint = hint
+    }
+
+    public var description: String {
+        hint.map { "\(message)\nHINT: \($0)" } ?? message
+    }
+}

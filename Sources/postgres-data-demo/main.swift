@@ -1,0 +1,4 @@
+import PostgresClient
+import PostgresDataTesting
+
+print("demo placeholder")
