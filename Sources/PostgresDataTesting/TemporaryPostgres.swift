@@ -144,43 +144,28 @@ public final class TemporaryPostgres: Sendable {
             if [ -f '\(pidFile)' ]; then kill -QUIT "$(head -1 '\(pidFile)')" 2>/dev/null; sleep 1; fi
             rm -rf '\(directory)'
             """
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        process.arguments = ["-c", script]
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try? process.run()
+        _ = try? ChildProcess.run(["/bin/sh", "-c", script], environment: ProcessInfo.processInfo.environment,
+                                  outputPath: nil, wait: false)
     }
 
     /// Runs a server binary, as the server user when this process is root; returns its output.
     @discardableResult
     func run(_ executable: String, _ arguments: [String], asServerUser: Bool) throws -> String {
-        let process = Process()
+        var command = [executable] + arguments
         if asServerUser, let serverUser {
-            process.executableURL = URL(fileURLWithPath: ServerBinaries.runuser)
-            process.arguments = ["-u", serverUser, "--", executable] + arguments
-        } else {
-            process.executableURL = URL(fileURLWithPath: executable)
-            process.arguments = arguments
+            command = [ServerBinaries.runuser, "-u", serverUser, "--"] + command
         }
-        process.currentDirectoryURL = URL(fileURLWithPath: directory)
         var environment = ProcessInfo.processInfo.environment
         environment["LC_ALL"] = "C"
         environment.removeValue(forKey: "PGDATA")
-        process.environment = environment
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = output
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        let text = String(decoding: data, as: UTF8.self)
-        guard process.terminationStatus == 0 else {
+        let outputPath = directory + "/command-\(UUID().uuidString).out"
+        defer { try? FileManager.default.removeItem(atPath: outputPath) }
+        let status = try ChildProcess.run(command, environment: environment, outputPath: outputPath)
+        let text = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
+        guard status == 0 else {
             throw TemporaryPostgresError(
                 "\((executable as NSString).lastPathComponent) \(arguments.joined(separator: " ")) failed "
-                    + "(exit status \(process.terminationStatus)):\n\(text)")
+                    + "(exit status \(status)):\n\(text)")
         }
         return text
     }

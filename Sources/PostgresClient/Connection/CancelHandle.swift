@@ -67,11 +67,12 @@ public final class CancelHandle: @unchecked Sendable {
         }
         requestsInFlight += 1
         condition.unlock()
+        let target = CancelObject(pointer: object)
         // PQcancel opens a connection and waits for the server: keep it off the caller's thread.
         DispatchQueue.global(qos: .userInitiated).async {
             var message = [CChar](repeating: 0, count: 256)
             // `object` stays valid: `install` waits for requests in flight before replacing it.
-            _ = PQcancel(object, &message, Int32(message.count))
+            _ = PQcancel(target.pointer, &message, Int32(message.count))
             self.condition.lock()
             self.requestsInFlight -= 1
             self.condition.broadcast()
@@ -109,4 +110,10 @@ final class CancelToken: @unchecked Sendable {
         }
         if first { handle.requestCancel(for: self) }
     }
+}
+
+/// A `PGcancel` pointer handed to the thread that sends the request; libpq allows
+/// `PQcancel` from any thread.
+private struct CancelObject: @unchecked Sendable {
+    let pointer: OpaquePointer
 }

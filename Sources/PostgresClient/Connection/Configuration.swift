@@ -21,7 +21,8 @@ public struct Configuration: Sendable, CustomStringConvertible {
     /// `postgres://[user[:password]@][host][:port][,host2[:port2]…][/database][?keyword=value&…]`.
     /// A host that starts with `/` (percent-encoded as `%2F`, or given as `?host=/dir`) is a Unix-socket directory.
     public init(url: String) throws {
-        parameters = try URLParser(url).parse()
+        var parser = URLParser(url)
+        parameters = try parser.parse()
         try Self.validate(parameters, source: "URL")
     }
 

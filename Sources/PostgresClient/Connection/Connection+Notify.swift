@@ -1,6 +1,5 @@
 import CLibPQ
-import Dispatch
-import Synchronization
+import Foundation
 
 /// A message sent with `NOTIFY channel, 'payload'` (or `pg_notify`).
 public struct PostgresNotification: Sendable, Hashable {
@@ -36,35 +35,36 @@ public struct NotificationSequence: AsyncSequence, Sendable {
 }
 
 /// One suspended `next()` waiting for the socket to become readable.
-final class NotificationWaiter: Sendable {
-    private struct State: Sendable {
-        var continuation: CheckedContinuation<Void, Never>?
-        var source: DispatchSourceRead?
-        var resumed = false
-    }
-    private let state = Mutex(State())
+final class NotificationWaiter: @unchecked Sendable {
+    private let lock = NSLock()
+    // Guarded by `lock`.
+    private var continuation: CheckedContinuation<Void, Never>?
+    private var source: DispatchSourceRead?
+    private var resumed = false
 
     func arm(_ continuation: CheckedContinuation<Void, Never>, socket: Int32) {
         let source = DispatchSource.makeReadSource(fileDescriptor: socket, queue: .global())
         source.setEventHandler { [self] in resume() }
-        let resumeNow = state.withLock { state -> Bool in
-            if state.resumed { return true }
-            state.continuation = continuation
-            state.source = source
-            return false
+        lock.lock()
+        if resumed {
+            lock.unlock()
+            continuation.resume()
+            return
         }
-        if resumeNow { continuation.resume() } else { source.resume() }
+        self.continuation = continuation
+        self.source = source
+        lock.unlock()
+        source.resume()
     }
 
     func resume() {
-        let (continuation, source) = state.withLock { state -> (CheckedContinuation<Void, Never>?, DispatchSourceRead?) in
-            state.resumed = true
-            defer {
-                state.continuation = nil
-                state.source = nil
-            }
-            return (state.continuation, state.source)
-        }
+        lock.lock()
+        resumed = true
+        let continuation = self.continuation
+        let source = self.source
+        self.continuation = nil
+        self.source = nil
+        lock.unlock()
         source?.cancel()
         continuation?.resume()
     }

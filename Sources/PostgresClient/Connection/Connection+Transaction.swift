@@ -109,7 +109,7 @@ extension Connection {
 
     /// Rolls back, even when the task is cancelled; a lost connection has nothing to roll back.
     func rollbackTransaction(_ marker: TransactionMarker) async {
-        await rollbackIgnoringCancellation(marker)
+        rollbackIgnoringCancellation(marker)
     }
 
     private func rollbackIgnoringCancellation(_ marker: TransactionMarker) {

@@ -62,7 +62,8 @@ public actor Connection {
         self.thread = ConnectionThread(name: "postgres \(configuration.host ?? "local")")
     }
 
-    deinit {
+    // Runs on the connection's thread, like every other use of the handle.
+    isolated deinit {
         if let handle { PQfinish(handle) }
         noticeBox?.release()
         thread.shutdown()

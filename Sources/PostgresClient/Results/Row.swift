@@ -8,7 +8,7 @@ import CLibPQ
 ///     let done = try row.decode(Bool.self, named: "done")
 /// }
 /// ```
-public struct Row: Sendable {
+public struct Row: @unchecked Sendable {  // `handle` belongs to the immutable `storage`.
     let storage: ResultStorage
     let handle: OpaquePointer
     let row: Int32

@@ -1,4 +1,5 @@
 import CLibPQ
+import Foundation
 
 /// The parameter values of one statement (`$1`, `$2`, …), encoded in binary into one buffer.
 ///
@@ -77,5 +78,5 @@ public struct PostgresBindings: Sendable {
         }
     }
 
-    private static let emptyValue: UnsafePointer<CChar> = UnsafePointer(strdup("")!)
+    nonisolated(unsafe) private static let emptyValue: UnsafePointer<CChar> = UnsafePointer(strdup("")!)
 }

@@ -12,7 +12,6 @@ public struct PostgresBuffer: Sendable {
 
     public var count: Int { bytes.count }
 
-    @inlinable
     public mutating func writeInteger<T: FixedWidthInteger>(_ value: T) {
         withUnsafeBytes(of: value.bigEndian) { bytes.append(contentsOf: $0) }
     }
