@@ -1,0 +1,85 @@
+import Foundation
+import PostgresClient
+import Testing
+
+@Suite("Cancellation reaches the server and never the next statement")
+struct CancellationTests {
+    @Test func cancellingATaskStopsPgSleepAndTheConnectionStaysUsable() async throws {
+        try await withConnection { connection in
+            let sleeping = Task { try await connection.query("SELECT pg_sleep(30)") }
+            try await Task.sleep(for: .milliseconds(300))
+            let start = ContinuousClock.now
+            sleeping.cancel()
+            let error = await capturePostgresError { _ = try await sleeping.value }
+            let elapsed = ContinuousClock.now - start
+            #expect(error?.kind == .canceled)
+            #expect(error?.sqlState == .queryCanceled)
+            #expect(elapsed < .seconds(1), "cancel took \(elapsed)")
+            #expect(try await connection.query("SELECT 1")[0].decode(Int32.self, at: 0) == 1)
+            #expect(await connection.transactionStatus == .idle)
+        }
+    }
+
+    @Test func timeoutCancelsTheStatement() async throws {
+        try await withConnection { connection in
+            let start = ContinuousClock.now
+            let error = await capturePostgresError {
+                try await connection.query("SELECT pg_sleep(10)", bindings: PostgresBindings(),
+                                           options: QueryOptions(timeout: .milliseconds(200)))
+            }
+            #expect(error?.kind == .timedOut)
+            #expect(error?.sqlState == .queryCanceled)
+            #expect(ContinuousClock.now - start < .seconds(2))
+            #expect(try await connection.query("SELECT 'still here'")[0].decode(String.self, at: 0) == "still here")
+        }
+    }
+
+    @Test func serverSideStatementTimeoutIsATimeout() async throws {
+        try await withConnection { connection in
+            try await connection.query("SET statement_timeout = 100")
+            let error = await capturePostgresError { try await connection.query("SELECT pg_sleep(5)") }
+            #expect(error?.kind == .timedOut)
+            #expect(error?.sqlState == .queryCanceled)
+        }
+    }
+
+    @Test func alreadyCancelledTaskSendsNothing() async throws {
+        try await withConnection { connection in
+            let task = Task {
+                withUnsafeCurrentTask { $0?.cancel() }
+                return try await connection.query("CREATE TEMP TABLE should_not_exist (x int)")
+            }
+            let error = await capturePostgresError { _ = try await task.value }
+            #expect(error?.kind == .canceled)
+            let exists = try await connection.query("SELECT to_regclass('pg_temp.should_not_exist') IS NOT NULL")
+            #expect(try exists[0].decode(Bool.self, at: 0) == false)
+        }
+    }
+
+    /// Fires cancels at the moment statements finish; a cancel that arrives late must never
+    /// fail the statement after the one it was meant for.
+    @Test func lateCancelsNeverHitTheNextStatement() async throws {
+        try await withConnection { connection in
+            for round in 0..<150 {
+                let task = Task { try await connection.query("SELECT pg_sleep(0.002)") }
+                try await Task.sleep(for: .microseconds(Int.random(in: 500...4000)))
+                task.cancel()
+                _ = try? await task.value
+                // The statement after: must succeed, whatever happened to the one before.
+                let value = try await connection.query("SELECT $1::int", Int32(round))[0].decode(Int32.self, at: 0)
+                #expect(value == Int32(round))
+            }
+        }
+    }
+
+    @Test func explicitCancelFromAnotherTask() async throws {
+        try await withConnection { connection in
+            let sleeping = Task { try await connection.query("SELECT pg_sleep(30)") }
+            try await Task.sleep(for: .milliseconds(200))
+            connection.cancelCurrentQuery()
+            let error = await capturePostgresError { _ = try await sleeping.value }
+            #expect(error?.kind == .canceled)
+            #expect(try await connection.query("SELECT 1")[0].decode(Int32.self, at: 0) == 1)
+        }
+    }
+}

@@ -1,0 +1,167 @@
+import Foundation
+import PostgresClient
+import Synchronization
+import Testing
+
+@Suite("ConnectionPool: bounded, fair, self-healing")
+struct ConnectionPoolTests {
+    @Test func twoHundredTasksTimesFiftyQueriesOverEightConnections() async throws {
+        let pool = ConnectionPool(configuration: try await TestServer.configuration(), maximumConnections: 8)
+        let peakOpen = Mutex(0)
+        let total = try await withThrowingTaskGroup(of: Int64.self) { group in
+            for task in 0..<200 {
+                group.addTask {
+                    var sum: Int64 = 0
+                    for query in 0..<50 {
+                        sum += try await pool.withConnection { connection in
+                            try await connection.query("SELECT $1::int8", Int64(task * 50 + query))[0].decode(Int64.self, at: 0)
+                        }
+                        if query % 10 == 0 {
+                            let open = await pool.statistics.open
+                            peakOpen.withLock { $0 = max($0, open) }
+                        }
+                    }
+                    return sum
+                }
+            }
+            return try await group.reduce(0, +)
+        }
+        #expect(total == (0..<10_000).reduce(0, +))
+        let statistics = await pool.statistics
+        #expect(statistics.open <= 8)
+        #expect(peakOpen.withLock { $0 } <= 8)
+        #expect(statistics.leased == 0)
+        await pool.shutdown()
+    }
+
+    @Test func leaseTimesOutWhenEveryConnectionIsHeld() async throws {
+        let pool = ConnectionPool(configuration: try await TestServer.configuration(), maximumConnections: 1,
+                                  leaseTimeout: .milliseconds(200))
+        let held = try await pool.lease()
+        let start = ContinuousClock.now
+        let error = await capturePostgresError { _ = try await pool.lease() }
+        #expect(error?.kind == .poolTimeout)
+        #expect(ContinuousClock.now - start >= .milliseconds(150))
+        await pool.release(held)
+        let again = try await pool.lease()
+        await pool.release(again)
+        await pool.shutdown()
+    }
+
+    @Test func waitersAreServedInArrivalOrder() async throws {
+        let pool = ConnectionPool(configuration: try await TestServer.configuration(), maximumConnections: 1)
+        let held = try await pool.lease()
+        let order = Mutex<[Int]>([])
+        var waiters: [Task<Void, Error>] = []
+        for index in 0..<5 {
+            waiters.append(Task {
+                try await pool.withConnection { _ in order.withLock { $0.append(index) } }
+            })
+            // Let each waiter enqueue before the next one starts.
+            while await pool.statistics.waiting < index + 1 { await Task.yield() }
+        }
+        await pool.release(held)
+        for waiter in waiters { try await waiter.value }
+        #expect(order.withLock { $0 } == [0, 1, 2, 3, 4])
+        await pool.shutdown()
+    }
+
+    @Test func connectionReturnedInsideATransactionIsRolledBack() async throws {
+        let table = TestServer.uniqueName("pool_rollback")
+        let pool = ConnectionPool(configuration: try await TestServer.configuration(), maximumConnections: 1)
+        try await pool.withConnection { try $0.query("CREATE TABLE \(table) (n int)") }
+        let connection = try await pool.lease()
+        try await connection.query("BEGIN")
+        try await connection.query("INSERT INTO \(table) VALUES (1)")
+        await pool.release(connection)
+        try await pool.withConnection { connection in
+            #expect(await connection.transactionStatus == .idle)
+            #expect(try await connection.query("SELECT count(*) FROM \(table)")[0].decode(Int64.self, at: 0) == 0)
+            try await connection.query("DROP TABLE \(table)")
+        }
+        await pool.shutdown()
+    }
+
+    @Test func killedBackendsUnderLoadCostOneQueryEachAndThePoolRecovers() async throws {
+        let pool = ConnectionPool(configuration: try await TestServer.configuration(), maximumConnections: 4)
+        let failures = Mutex(0)
+        let successes = Mutex(0)
+        let workers = Task {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for _ in 0..<8 {
+                    group.addTask {
+                        for _ in 0..<150 {
+                            do {
+                                try await pool.withConnection { try $0.query("SELECT pg_sleep(0.002)") }
+                                successes.withLock { $0 += 1 }
+                            } catch let error as PostgresError where error.kind == .connectionLost {
+                                failures.withLock { $0 += 1 }
+                            }
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
+        }
+        try await Task.sleep(for: .milliseconds(300))
+        let killed = try await withConnection { admin in
+            try await admin.query("""
+                SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+                WHERE datname = current_database() AND pid <> pg_backend_pid() AND application_name = 'PostgresData'
+                """)[0].decode(Int64.self, at: 0)
+        }
+        try await workers.value
+        #expect(killed >= 1)
+        #expect(failures.withLock { $0 } <= Int(killed), "each killed backend may cost at most the query it was running")
+        #expect(successes.withLock { $0 } + failures.withLock { $0 } == 1200)
+        // The pool serves again without a restart.
+        let value = try await pool.withConnection { try await $0.query("SELECT 5")[0].decode(Int32.self, at: 0) }
+        #expect(value == 5)
+        #expect(await pool.statistics.open <= 4)
+        await pool.shutdown()
+    }
+
+    @Test func idleConnectionsKilledWhileIdleAreReplacedBeforeUse() async throws {
+        let pool = ConnectionPool(configuration: try await TestServer.configuration(), maximumConnections: 2)
+        let first = try await pool.lease()
+        let pid = first.backendPID
+        await pool.release(first)
+        try await withConnection { admin in
+            try await admin.query("SELECT pg_terminate_backend($1)", pid)
+        }
+        try await Task.sleep(for: .milliseconds(100))
+        let value = try await pool.withConnection { connection in
+            #expect(connection.backendPID != pid)
+            return try await connection.query("SELECT 9")[0].decode(Int32.self, at: 0)
+        }
+        #expect(value == 9)
+        await pool.shutdown()
+    }
+
+    @Test func shutdownWaitsForLeasesAndRefusesNewOnes() async throws {
+        let pool = ConnectionPool(configuration: try await TestServer.configuration(), maximumConnections: 2)
+        let held = try await pool.lease()
+        let finished = Mutex(false)
+        let shutdown = Task {
+            await pool.shutdown()
+            finished.withLock { $0 = true }
+        }
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(finished.withLock { $0 } == false)
+        let refused = await capturePostgresError { _ = try await pool.lease() }
+        #expect(refused?.kind == .poolClosed)
+        #expect(try await held.query("SELECT 1")[0].decode(Int32.self, at: 0) == 1)
+        await pool.release(held)
+        await shutdown.value
+        #expect(finished.withLock { $0 })
+        #expect(held.isClosed)
+    }
+
+    @Test func minimumConnectionsAreOpenedUpFront() async throws {
+        let pool = ConnectionPool(configuration: try await TestServer.configuration(), minimumConnections: 3, maximumConnections: 5)
+        for _ in 0..<100 where await pool.statistics.open < 3 { try await Task.sleep(for: .milliseconds(20)) }
+        #expect(await pool.statistics.open == 3)
+        #expect(await pool.statistics.idle == 3)
+        await pool.shutdown()
+    }
+}

@@ -1,0 +1,128 @@
+import Foundation
+import PostgresClient
+import Testing
+
+@Suite("Streaming large results in batches with bounded memory")
+struct StreamingTests {
+    /// 1,000,000 rows of ~400 bytes (≈ 400 MB if held at once) through a cursor.
+    @Test func cursorStreamsAMillionRowsInBoundedMemory() async throws {
+        try await withConnection { connection in
+            let before = residentMemory()
+            var peak = before
+            var count = 0
+            var sum: Int64 = 0
+            var batches = 0
+            let stream = try connection.stream(
+                "SELECT g, repeat('x', 400) FROM generate_series(1, 1000000) AS g", mode: .cursor(batchSize: 10_000))
+            for try await batch in stream {
+                batches += 1
+                for row in batch {
+                    sum += try row.decode(Int64.self, at: 0)
+                    count += 1
+                }
+                peak = max(peak, residentMemory())
+            }
+            #expect(count == 1_000_000)
+            #expect(sum == 500_000_500_000)
+            #expect(batches == 100)
+            let growth = peak - before
+            #expect(growth < 120 * 1024 * 1024, "resident memory grew by \(growth / 1_048_576) MiB")
+            #expect(await connection.transactionStatus == .idle, "the stream's own transaction was closed")
+        }
+    }
+
+    @Test func singleRowModeStreamsEveryRowInOrder() async throws {
+        try await withConnection { connection in
+            var expected: Int32 = 1
+            var batchSizes: [Int] = []
+            for try await batch in try connection.stream("SELECT g::int4 FROM generate_series(1, 25000) g",
+                                                          mode: .singleRow(batchSize: 1000)) {
+                batchSizes.append(batch.count)
+                for row in batch {
+                    #expect(try row.decode(Int32.self, at: 0) == expected)
+                    expected += 1
+                }
+            }
+            #expect(expected == 25001)
+            #expect(batchSizes.allSatisfy { $0 == 1000 })
+            #expect(try await connection.query("SELECT 'next'")[0].decode(String.self, at: 0) == "next")
+        }
+    }
+
+    @Test(arguments: [StreamMode.cursor(batchSize: 100), .singleRow(batchSize: 100)])
+    func leavingTheLoopEarlyFreesTheConnection(mode: StreamMode) async throws {
+        try await withConnection { connection in
+            var seen = 0
+            for try await batch in try connection.stream("SELECT g FROM generate_series(1, 1000000) g", mode: mode) {
+                seen += batch.count
+                if seen >= 300 { break }
+            }
+            #expect(seen == 300)
+            // The abandoned stream is cleaned up before the next statement runs.
+            #expect(try await connection.query("SELECT 42")[0].decode(Int32.self, at: 0) == 42)
+            #expect(await connection.transactionStatus == .idle)
+            let cursors = try await connection.query("SELECT count(*) FROM pg_cursors")[0].decode(Int64.self, at: 0)
+            #expect(cursors == 0)
+        }
+    }
+
+    @Test func cursorInsideTheCallersTransactionLeavesItOpen() async throws {
+        try await withConnection { connection in
+            try await connection.withTransaction { connection in
+                try await connection.query("CREATE TEMP TABLE numbers AS SELECT g AS n FROM generate_series(1, 5000) g")
+                var total = 0
+                for try await batch in try connection.stream("SELECT n FROM numbers WHERE n > $1", Int32(1000),
+                                                              mode: .cursor(batchSize: 1000)) {
+                    total += batch.count
+                }
+                #expect(total == 4000)
+                #expect(await connection.transactionStatus == .inTransaction)
+            }
+        }
+    }
+
+    @Test func singleRowModeRefusesOtherStatementsUntilItEnds() async throws {
+        try await withConnection { connection in
+            var iterator = try connection.stream("SELECT g FROM generate_series(1, 10000) g",
+                                                 mode: .singleRow(batchSize: 10)).makeAsyncIterator()
+            _ = try await iterator.next()
+            let error = await capturePostgresError { try await connection.query("SELECT 1") }
+            #expect(error?.kind == .misuse)
+            var rest = 0
+            while let batch = try await iterator.next() { rest += batch.count }
+            #expect(rest == 9990)
+            #expect(try await connection.query("SELECT 1")[0].decode(Int32.self, at: 0) == 1)
+        }
+    }
+
+    @Test func cancellingAStreamStopsTheServerAndKeepsTheConnection() async throws {
+        try await withConnection { connection in
+            let reader = Task {
+                var rows = 0
+                for try await batch in try connection.stream("SELECT g, pg_sleep(0.0005) FROM generate_series(1, 100000) g",
+                                                              mode: .cursor(batchSize: 500)) {
+                    rows += batch.count
+                }
+                return rows
+            }
+            try await Task.sleep(for: .milliseconds(400))
+            reader.cancel()
+            let error = await capturePostgresError { _ = try await reader.value }
+            #expect(error?.kind == .canceled)
+            #expect(await connection.transactionStatus == .idle)
+            #expect(try await connection.query("SELECT 1")[0].decode(Int32.self, at: 0) == 1)
+        }
+    }
+
+    @Test func streamErrorsCarrySQLState() async throws {
+        try await withConnection { connection in
+            for mode in [StreamMode.cursor(batchSize: 10), .singleRow(batchSize: 10)] {
+                let error = await capturePostgresError {
+                    for try await _ in try connection.stream("SELECT 1 / (5 - g) FROM generate_series(1, 100) g", mode: mode) {}
+                }
+                #expect(error?.sqlState == SQLState("22012"), "\(mode)")
+                #expect(await connection.transactionStatus == .idle)
+            }
+        }
+    }
+}

@@ -1,0 +1,49 @@
+import Foundation
+import PostgresClient
+import PostgresDataTesting
+import Testing
+
+@Suite("The throwaway PostgreSQL", .serialized)
+struct TemporaryPostgresTests {
+    @Test func startsServesAndIsRemovedWhenStopped() async throws {
+        let server = try TemporaryPostgres.start()
+        #expect(FileManager.default.fileExists(atPath: server.dataDirectory + "/PG_VERSION"))
+        let overSocket = try await Connection.connect(server.configuration)
+        #expect(try await overSocket.query("SELECT current_setting('fsync')")[0].decode(String.self, at: 0) == "off")
+        await overSocket.close()
+        let overTCP = try await Connection.connect(url: server.tcpURL)
+        #expect(try await overTCP.query("SELECT inet_server_port()")[0].decode(Int32.self, at: 0) == Int32(server.port))
+        await overTCP.close()
+        server.stop()
+        #expect(!FileManager.default.fileExists(atPath: server.directory))
+        let error = await #expect(throws: PostgresError.self) { _ = try await Connection.connect(server.configuration) }
+        #expect(error?.kind == .connectionFailed)
+    }
+
+    @Test func restartDropsConnectionsAndKeepsData() async throws {
+        let server = try TemporaryPostgres.start()
+        defer { server.stop() }
+        let connection = try await Connection.connect(server.configuration)
+        try await connection.query("CREATE TABLE kept (n int)")
+        try await connection.query("INSERT INTO kept VALUES (1)")
+        try server.restart()
+        let error = await #expect(throws: PostgresError.self) { try await connection.query("SELECT 1") }
+        #expect(error?.kind == .connectionLost)
+        let again = try await Connection.connect(server.configuration)
+        #expect(try await again.query("SELECT count(*) FROM kept")[0].decode(Int64.self, at: 0) == 1)
+        await again.close()
+    }
+
+    @Test func freshDatabasesAreSeparate() async throws {
+        let first = try await TestDatabase.fresh(prefix: "separate")
+        let second = try await TestDatabase.fresh(prefix: "separate")
+        #expect(first.database != second.database)
+        let a = try await Connection.connect(first)
+        let b = try await Connection.connect(second)
+        try await a.query("CREATE TABLE only_in_first (n int)")
+        let visible = try await b.query("SELECT to_regclass('only_in_first') IS NOT NULL")[0].decode(Bool.self, at: 0)
+        #expect(visible == false)
+        await a.close()
+        await b.close()
+    }
+}
