@@ -5,7 +5,7 @@ import Testing
 @Suite("Cancellation reaches the server and never the next statement")
 struct CancellationTests {
     @Test func cancellingATaskStopsPgSleepAndTheConnectionStaysUsable() async throws {
-        try await withConnection { connection in
+        try await withConnection { connection async throws in
             let sleeping = Task { try await connection.query("SELECT pg_sleep(30)") }
             try await Task.sleep(for: .milliseconds(300))
             let start = ContinuousClock.now
@@ -21,7 +21,7 @@ struct CancellationTests {
     }
 
     @Test func timeoutCancelsTheStatement() async throws {
-        try await withConnection { connection in
+        try await withConnection { connection async throws in
             let start = ContinuousClock.now
             let error = await capturePostgresError {
                 try await connection.query("SELECT pg_sleep(10)", bindings: PostgresBindings(),
@@ -35,7 +35,7 @@ struct CancellationTests {
     }
 
     @Test func serverSideStatementTimeoutIsATimeout() async throws {
-        try await withConnection { connection in
+        try await withConnection { connection async throws in
             try await connection.query("SET statement_timeout = 100")
             let error = await capturePostgresError { try await connection.query("SELECT pg_sleep(5)") }
             #expect(error?.kind == .timedOut)
@@ -44,7 +44,7 @@ struct CancellationTests {
     }
 
     @Test func alreadyCancelledTaskSendsNothing() async throws {
-        try await withConnection { connection in
+        try await withConnection { connection async throws in
             let task = Task {
                 withUnsafeCurrentTask { $0?.cancel() }
                 return try await connection.query("CREATE TEMP TABLE should_not_exist (x int)")
@@ -59,7 +59,7 @@ struct CancellationTests {
     /// Fires cancels at the moment statements finish; a cancel that arrives late must never
     /// fail the statement after the one it was meant for.
     @Test func lateCancelsNeverHitTheNextStatement() async throws {
-        try await withConnection { connection in
+        try await withConnection { connection async throws in
             for round in 0..<150 {
                 let task = Task { try await connection.query("SELECT pg_sleep(0.002)") }
                 try await Task.sleep(for: .microseconds(Int.random(in: 500...4000)))
@@ -73,7 +73,7 @@ struct CancellationTests {
     }
 
     @Test func explicitCancelFromAnotherTask() async throws {
-        try await withConnection { connection in
+        try await withConnection { connection async throws in
             let sleeping = Task { try await connection.query("SELECT pg_sleep(30)") }
             try await Task.sleep(for: .milliseconds(200))
             connection.cancelCurrentQuery()

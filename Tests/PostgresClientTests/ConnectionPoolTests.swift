@@ -7,13 +7,13 @@ import Testing
 struct ConnectionPoolTests {
     @Test func twoHundredTasksTimesFiftyQueriesOverEightConnections() async throws {
         let pool = ConnectionPool(configuration: try await TestServer.configuration(), maximumConnections: 8)
-        let peakOpen = Mutex(0)
+        let peakOpen = Locked(0)
         let total = try await withThrowingTaskGroup(of: Int64.self) { group in
             for task in 0..<200 {
                 group.addTask {
                     var sum: Int64 = 0
                     for query in 0..<50 {
-                        sum += try await pool.withConnection { connection in
+                        sum += try await pool.withConnection { connection async throws in
                             try await connection.query("SELECT $1::int8", Int64(task * 50 + query))[0].decode(Int64.self, at: 0)
                         }
                         if query % 10 == 0 {
@@ -51,7 +51,7 @@ struct ConnectionPoolTests {
     @Test func waitersAreServedInArrivalOrder() async throws {
         let pool = ConnectionPool(configuration: try await TestServer.configuration(), maximumConnections: 1)
         let held = try await pool.lease()
-        let order = Mutex<[Int]>([])
+        let order = Locked<[Int]>([])
         var waiters: [Task<Void, Error>] = []
         for index in 0..<5 {
             waiters.append(Task {
@@ -69,12 +69,12 @@ struct ConnectionPoolTests {
     @Test func connectionReturnedInsideATransactionIsRolledBack() async throws {
         let table = TestServer.uniqueName("pool_rollback")
         let pool = ConnectionPool(configuration: try await TestServer.configuration(), maximumConnections: 1)
-        try await pool.withConnection { try $0.query("CREATE TABLE \(table) (n int)") }
+        try await pool.withConnection { try await $0.query("CREATE TABLE \(table) (n int)") }
         let connection = try await pool.lease()
         try await connection.query("BEGIN")
         try await connection.query("INSERT INTO \(table) VALUES (1)")
         await pool.release(connection)
-        try await pool.withConnection { connection in
+        try await pool.withConnection { connection async throws in
             #expect(await connection.transactionStatus == .idle)
             #expect(try await connection.query("SELECT count(*) FROM \(table)")[0].decode(Int64.self, at: 0) == 0)
             try await connection.query("DROP TABLE \(table)")
@@ -84,15 +84,15 @@ struct ConnectionPoolTests {
 
     @Test func killedBackendsUnderLoadCostOneQueryEachAndThePoolRecovers() async throws {
         let pool = ConnectionPool(configuration: try await TestServer.configuration(), maximumConnections: 4)
-        let failures = Mutex(0)
-        let successes = Mutex(0)
+        let failures = Locked(0)
+        let successes = Locked(0)
         let workers = Task {
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for _ in 0..<8 {
                     group.addTask {
                         for _ in 0..<150 {
                             do {
-                                try await pool.withConnection { try $0.query("SELECT pg_sleep(0.002)") }
+                                try await pool.withConnection { try await $0.query("SELECT pg_sleep(0.002)") }
                                 successes.withLock { $0 += 1 }
                             } catch let error as PostgresError where error.kind == .connectionLost {
                                 failures.withLock { $0 += 1 }
@@ -104,7 +104,7 @@ struct ConnectionPoolTests {
             }
         }
         try await Task.sleep(for: .milliseconds(300))
-        let killed = try await withConnection { admin in
+        let killed = try await withConnection { admin async throws in
             try await admin.query("""
                 SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
                 WHERE datname = current_database() AND pid <> pg_backend_pid() AND application_name = 'PostgresData'
@@ -126,11 +126,11 @@ struct ConnectionPoolTests {
         let first = try await pool.lease()
         let pid = first.backendPID
         await pool.release(first)
-        try await withConnection { admin in
+        _ = try await withConnection { admin async throws in
             try await admin.query("SELECT pg_terminate_backend($1)", pid)
         }
         try await Task.sleep(for: .milliseconds(100))
-        let value = try await pool.withConnection { connection in
+        let value = try await pool.withConnection { connection async throws in
             #expect(connection.backendPID != pid)
             return try await connection.query("SELECT 9")[0].decode(Int32.self, at: 0)
         }
@@ -141,7 +141,7 @@ struct ConnectionPoolTests {
     @Test func shutdownWaitsForLeasesAndRefusesNewOnes() async throws {
         let pool = ConnectionPool(configuration: try await TestServer.configuration(), maximumConnections: 2)
         let held = try await pool.lease()
-        let finished = Mutex(false)
+        let finished = Locked(false)
         let shutdown = Task {
             await pool.shutdown()
             finished.withLock { $0 = true }

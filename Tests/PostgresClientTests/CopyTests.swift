@@ -5,7 +5,7 @@ import Testing
 @Suite("COPY FROM STDIN in binary format")
 struct CopyTests {
     @Test func copiesAHundredThousandRowsExactly() async throws {
-        try await withConnection { connection in
+        try await withConnection { connection async throws in
             try await connection.query("""
                 CREATE TEMP TABLE items (id bigint PRIMARY KEY, name text NOT NULL, created_at timestamptz NOT NULL,
                                          done boolean NOT NULL, weight integer, tags text[])
@@ -35,7 +35,7 @@ struct CopyTests {
 
     @Test func aThrowingWriterAbortsTheWholeCopy() async throws {
         struct Stop: Error {}
-        try await withConnection { connection in
+        try await withConnection { connection async throws in
             try await connection.query("CREATE TEMP TABLE sink (n int)")
             await #expect(throws: Stop.self) {
                 try await connection.copyRows(into: "sink", columns: ["n"]) { writer in
@@ -51,7 +51,7 @@ struct CopyTests {
     }
 
     @Test func constraintViolationInACopyWritesNothing() async throws {
-        try await withConnection { connection in
+        try await withConnection { connection async throws in
             try await connection.query("CREATE TEMP TABLE unique_sink (n int PRIMARY KEY)")
             let error = await capturePostgresError {
                 try await connection.copyRows(into: "unique_sink", columns: ["n"]) { writer in
@@ -64,7 +64,7 @@ struct CopyTests {
     }
 
     @Test func wrongNumberOfValuesIsAMisuse() async throws {
-        try await withConnection { connection in
+        try await withConnection { connection async throws in
             try await connection.query("CREATE TEMP TABLE pairs (a int, b int)")
             let error = await capturePostgresError {
                 try await connection.copyRows(into: "pairs", columns: ["a", "b"]) { writer in
@@ -77,7 +77,7 @@ struct CopyTests {
     }
 
     @Test func unknownTableIsAServerError() async throws {
-        try await withConnection { connection in
+        try await withConnection { connection async throws in
             let error = await capturePostgresError {
                 try await connection.copyRows(into: "no_such_table", columns: ["a"]) { _ in }
             }

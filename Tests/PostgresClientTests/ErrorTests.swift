@@ -5,7 +5,7 @@ import Testing
 @Suite("Errors carry SQLSTATE and the server's fields; the connection survives them")
 struct ErrorTests {
     @Test func uniqueViolationNamesTheConstraint() async throws {
-        try await withConnection { connection in
+        try await withConnection { connection async throws in
             try await connection.query("CREATE TEMP TABLE people (id int PRIMARY KEY, email text CONSTRAINT people_email_key UNIQUE)")
             try await connection.query("INSERT INTO people VALUES ($1, $2)", Int32(1), "a@example.com")
             let error = await capturePostgresError {
@@ -23,7 +23,7 @@ struct ErrorTests {
     }
 
     @Test func syntaxErrorHasItsPosition() async throws {
-        try await withConnection { connection in
+        try await withConnection { connection async throws in
             let error = await capturePostgresError { try await connection.query("SELECT 1 FROMM nowhere") }
             #expect(error?.sqlState == .syntaxError)
             #expect(error?.position == 10)
@@ -33,7 +33,7 @@ struct ErrorTests {
     }
 
     @Test func notNullAndCheckViolationsNameTheColumn() async throws {
-        try await withConnection { connection in
+        try await withConnection { connection async throws in
             try await connection.query("CREATE TEMP TABLE things (weight int NOT NULL CHECK (weight >= 0))")
             let null = await capturePostgresError { try await connection.query("INSERT INTO things VALUES ($1)", Int32?.none) }
             #expect(null?.sqlState == .notNullViolation)
@@ -45,7 +45,7 @@ struct ErrorTests {
     }
 
     @Test func decodingTheWrongTypeNamesColumnAndBothTypes() async throws {
-        try await withConnection { connection in
+        try await withConnection { connection async throws in
             let row = try await connection.query("SELECT 42 AS answer, NULL::text AS nothing")[0]
             let mismatch = await capturePostgresError { _ = try row.decode(String.self, named: "answer") }
             #expect(mismatch?.kind == .decoding)
@@ -63,10 +63,10 @@ struct ErrorTests {
     }
 
     @Test func failedTransactionIsReportedAndRecoverable() async throws {
-        try await withConnection { connection in
+        try await withConnection { connection async throws in
             let error = await capturePostgresError {
-                try await connection.withTransaction { connection in
-                    try await connection.query("SELECT 1/0")
+                try await connection.withTransaction { connection async throws in
+                    _ = try await connection.query("SELECT 1/0")
                 }
             }
             #expect(error?.sqlState == SQLState("22012"))
@@ -83,7 +83,7 @@ struct ErrorTests {
     }
 
     @Test func terminatedBackendIsAConnectionLossNotAQueryError() async throws {
-        try await withConnection { admin in
+        try await withConnection { admin async throws in
             let victim = try await TestServer.connect()
             try await admin.query("SELECT pg_terminate_backend($1)", victim.backendPID)
             let error = await capturePostgresError { try await victim.query("SELECT 1") }

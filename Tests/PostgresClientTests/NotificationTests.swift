@@ -17,10 +17,10 @@ struct NotificationTests {
             }
             return payloads
         }
-        try await withConnection { sender in
+        try await withConnection { sender async throws in
             try await sender.notify(channel: channel, payload: "first")
             try await sender.notify(channel: channel, payload: "zwei — ✓")
-            try await sender.withTransaction { connection in
+            try await sender.withTransaction { connection async throws in
                 try await connection.notify(channel: channel, payload: "after commit")
             }
         }

@@ -6,7 +6,7 @@ import Testing
 struct StreamingTests {
     /// 1,000,000 rows of ~400 bytes (≈ 400 MB if held at once) through a cursor.
     @Test func cursorStreamsAMillionRowsInBoundedMemory() async throws {
-        try await withConnection { connection in
+        try await withConnection { connection async throws in
             let before = residentMemory()
             var peak = before
             var count = 0
@@ -32,7 +32,7 @@ struct StreamingTests {
     }
 
     @Test func singleRowModeStreamsEveryRowInOrder() async throws {
-        try await withConnection { connection in
+        try await withConnection { connection async throws in
             var expected: Int32 = 1
             var batchSizes: [Int] = []
             for try await batch in try connection.stream("SELECT g::int4 FROM generate_series(1, 25000) g",
@@ -51,7 +51,7 @@ struct StreamingTests {
 
     @Test(arguments: [StreamMode.cursor(batchSize: 100), .singleRow(batchSize: 100)])
     func leavingTheLoopEarlyFreesTheConnection(mode: StreamMode) async throws {
-        try await withConnection { connection in
+        try await withConnection { connection async throws in
             var seen = 0
             for try await batch in try connection.stream("SELECT g FROM generate_series(1, 1000000) g", mode: mode) {
                 seen += batch.count
@@ -67,8 +67,8 @@ struct StreamingTests {
     }
 
     @Test func cursorInsideTheCallersTransactionLeavesItOpen() async throws {
-        try await withConnection { connection in
-            try await connection.withTransaction { connection in
+        try await withConnection { connection async throws in
+            try await connection.withTransaction { connection async throws in
                 try await connection.query("CREATE TEMP TABLE numbers AS SELECT g AS n FROM generate_series(1, 5000) g")
                 var total = 0
                 for try await batch in try connection.stream("SELECT n FROM numbers WHERE n > $1", Int32(1000),
@@ -82,7 +82,7 @@ struct StreamingTests {
     }
 
     @Test func singleRowModeRefusesOtherStatementsUntilItEnds() async throws {
-        try await withConnection { connection in
+        try await withConnection { connection async throws in
             var iterator = try connection.stream("SELECT g FROM generate_series(1, 10000) g",
                                                  mode: .singleRow(batchSize: 10)).makeAsyncIterator()
             _ = try await iterator.next()
@@ -96,7 +96,7 @@ struct StreamingTests {
     }
 
     @Test func cancellingAStreamStopsTheServerAndKeepsTheConnection() async throws {
-        try await withConnection { connection in
+        try await withConnection { connection async throws in
             let reader = Task {
                 var rows = 0
                 for try await batch in try connection.stream("SELECT g, pg_sleep(0.0005) FROM generate_series(1, 100000) g",
@@ -115,7 +115,7 @@ struct StreamingTests {
     }
 
     @Test func streamErrorsCarrySQLState() async throws {
-        try await withConnection { connection in
+        try await withConnection { connection async throws in
             for mode in [StreamMode.cursor(batchSize: 10), .singleRow(batchSize: 10)] {
                 let error = await capturePostgresError {
                     for try await _ in try connection.stream("SELECT 1 / (5 - g) FROM generate_series(1, 100) g", mode: mode) {}

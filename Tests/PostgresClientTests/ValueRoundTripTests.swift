@@ -15,7 +15,7 @@ struct ValueRoundTripTests {
         _ value: Value, as sqlType: String, literal: String? = nil,
         sourceLocation: SourceLocation = #_sourceLocation
     ) async throws {
-        try await withConnection { connection in
+        try await withConnection { connection async throws in
             let binary = try await connection.query("SELECT $1::\(sqlType)", value)
             #expect(try binary[0].decode(Value.self, at: 0) == value, sourceLocation: sourceLocation)
             let text = try await connection.query("SELECT $1::\(sqlType)", bindings: PostgresBindings(value),
@@ -89,7 +89,7 @@ struct ValueRoundTripTests {
 
     @Test func datesAndTimestamps() async throws {
         let now = Date()
-        try await withConnection { connection in
+        try await withConnection { connection async throws in
             for format in [PostgresFormat.binary, .text] {
                 let row = try await connection.query("SELECT $1::timestamptz, $1::timestamptz = to_timestamp($2)",
                                                      bindings: PostgresBindings(now, (now.timeIntervalSince1970 * 1e6).rounded() / 1e6),
@@ -113,7 +113,7 @@ struct ValueRoundTripTests {
     }
 
     @Test func textTimestampsWithOffsets() async throws {
-        try await withConnection { connection in
+        try await withConnection { connection async throws in
             try await connection.query("SET TIME ZONE 'Asia/Kolkata'")
             let text = try await connection.query("SELECT '2024-01-02 03:04:05.25+00'::timestamptz",
                                                   bindings: PostgresBindings(), options: QueryOptions(resultFormat: .text))
@@ -136,7 +136,7 @@ struct ValueRoundTripTests {
     @Test func tenMebibytesOfBytea() async throws {
         var generator = SystemRandomNumberGenerator()
         let data = Data((0..<10 * 1024 * 1024).map { _ in UInt8.random(in: 0...255, using: &generator) })
-        try await withConnection { connection in
+        try await withConnection { connection async throws in
             let result = try await connection.query("SELECT $1::bytea, length($1::bytea), md5($1::bytea)", data)
             let (back, length, digest) = try result[0].decode((Data, Int32, String).self)
             #expect(back == data)
@@ -148,7 +148,7 @@ struct ValueRoundTripTests {
     @Test func codableAsJSONB() async throws {
         let profile = Profile(name: "Zoë", tags: ["a", "b"], score: nil)
         try await check(PostgresJSON(profile), as: "jsonb")
-        try await withConnection { connection in
+        try await withConnection { connection async throws in
             let result = try await connection.query("SELECT $1::jsonb ->> 'name', $1::jsonb::json", PostgresJSON(profile))
             #expect(try result[0].decode(String.self, at: 0) == "Zoë")
             #expect(try result[0].decode(PostgresJSON<Profile>.self, at: 1).value == profile)
@@ -179,7 +179,7 @@ struct ValueRoundTripTests {
     }
 
     @Test func integerWideningAndCheckedNarrowing() async throws {
-        try await withConnection { connection in
+        try await withConnection { connection async throws in
             let row = try await connection.query("SELECT 7::smallint, 40000::integer, 5000000000::bigint")[0]
             #expect(try row.decode(Int64.self, at: 0) == 7)
             #expect(try row.decode(Int.self, at: 1) == 40000)

@@ -48,6 +48,7 @@ extension Connection {
     ///     try await connection.query("UPDATE accounts SET balance = balance + $1 WHERE id = $2", 10, to)
     /// }
     /// ```
+    @discardableResult
     nonisolated(nonsending)
     public func withTransaction<Result>(
         _ options: TransactionOptions = TransactionOptions(),

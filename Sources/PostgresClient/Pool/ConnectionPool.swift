@@ -66,6 +66,7 @@ public actor ConnectionPool {
     }
 
     /// Leases a connection for the duration of `body` and returns it afterwards, whatever happens.
+    @discardableResult
     nonisolated(nonsending)
     public func withConnection<Result>(_ body: (Connection) async throws -> Result) async throws -> Result {
         let connection = try await lease()

@@ -42,3 +42,6 @@ public struct PostgresJSON<Value: Codable & Sendable>: Sendable, PostgresArrayEl
         }
     }
 }
+
+extension PostgresJSON: Equatable where Value: Equatable {}
+extension PostgresJSON: Hashable where Value: Hashable {}
