@@ -159,7 +159,7 @@ struct ConnectionPoolTests {
 
     @Test func minimumConnectionsAreOpenedUpFront() async throws {
         let pool = ConnectionPool(configuration: try await TestServer.configuration(), minimumConnections: 3, maximumConnections: 5)
-        for _ in 0..<100 where await pool.statistics.open < 3 { try await Task.sleep(for: .milliseconds(20)) }
+        for _ in 0..<250 where await pool.statistics.idle < 3 { try await Task.sleep(for: .milliseconds(20)) }
         #expect(await pool.statistics.open == 3)
         #expect(await pool.statistics.idle == 3)
         await pool.shutdown()

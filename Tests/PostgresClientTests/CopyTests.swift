@@ -19,7 +19,7 @@ struct CopyTests {
             }
             #expect(copied == 100_000)
             let summary = try await connection.query("""
-                SELECT count(*), sum(id), count(weight), sum(weight), count(*) FILTER (WHERE done),
+                SELECT count(*), sum(id)::bigint, count(weight), sum(weight), count(*) FILTER (WHERE done),
                        max(created_at), min(name), count(*) FILTER (WHERE tags = ARRAY['t2'])
                 FROM items
                 """)[0]

@@ -24,10 +24,10 @@ struct ErrorTests {
 
     @Test func syntaxErrorHasItsPosition() async throws {
         try await withConnection { connection async throws in
-            let error = await capturePostgresError { try await connection.query("SELECT 1 FROMM nowhere") }
+            let error = await capturePostgresError { try await connection.query("SELECT * FROMM nowhere") }
             #expect(error?.sqlState == .syntaxError)
             #expect(error?.position == 10)
-            #expect(error?.statement == "SELECT 1 FROMM nowhere")
+            #expect(error?.statement == "SELECT * FROMM nowhere")
             #expect(try await connection.query("SELECT 1")[0].decode(Int32.self, at: 0) == 1)
         }
     }

@@ -23,12 +23,13 @@ enum TestServer {
 }
 
 private actor DatabaseOnce {
-    private var configuration: Configuration?
+    // A task, not a value: callers that arrive while it is being created must share it.
+    private var creation: Task<Configuration, Error>?
     func get() async throws -> Configuration {
-        if let configuration { return configuration }
-        let created = try await TestDatabase.fresh(prefix: "client_tests")
-        configuration = created
-        return created
+        if let creation { return try await creation.value }
+        let task = Task { try await TestDatabase.fresh(prefix: "client_tests") }
+        creation = task
+        return try await task.value
     }
 }
 

@@ -57,13 +57,16 @@ struct TransactionTests {
     }
 
     @Test func readOnlyTransactionRefusesWrites() async throws {
+        let table = TestServer.uniqueName("guarded")
         try await withConnection { connection async throws in
-            try await connection.query("CREATE TEMP TABLE guarded (n int)")
+            // Not a TEMP table: PostgreSQL lets read-only transactions write those.
+            try await connection.query("CREATE TABLE \(table) (n int)")
+            defer { Task { try await connection.query("DROP TABLE \(table)") } }
             let error = await capturePostgresError {
                 try await connection.withTransaction(TransactionOptions(isolation: .serializable, readOnly: true, deferrable: true)) { connection async throws in
                     let level = try await connection.query("SHOW transaction_isolation")[0].decode(String.self, at: 0)
                     #expect(level == "serializable")
-                    try await connection.query("INSERT INTO guarded VALUES (1)")
+                    try await connection.query("INSERT INTO \(table) VALUES (1)")
                 }
             }
             #expect(error?.sqlState == .readOnlyTransaction)

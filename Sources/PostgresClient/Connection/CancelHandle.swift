@@ -18,6 +18,11 @@ public final class CancelHandle: @unchecked Sendable {
 
     init() {}
 
+    /// Cancel requests and statement timers. A private queue, not a global one: on Linux the
+    /// global queues share their threads with Swift's cooperative pool, and busy tasks there
+    /// must not delay a cancel.
+    static let queue = DispatchQueue(label: "PostgresClient.cancel", qos: .userInitiated, attributes: .concurrent)
+
     deinit {
         if let cancelObject { PQfreeCancel(cancelObject) }
     }
@@ -69,7 +74,7 @@ public final class CancelHandle: @unchecked Sendable {
         condition.unlock()
         let target = CancelObject(pointer: object)
         // PQcancel opens a connection and waits for the server: keep it off the caller's thread.
-        DispatchQueue.global(qos: .userInitiated).async {
+        CancelHandle.queue.async {
             var message = [CChar](repeating: 0, count: 256)
             // `object` stays valid: `install` waits for requests in flight before replacing it.
             _ = PQcancel(target.pointer, &message, Int32(message.count))

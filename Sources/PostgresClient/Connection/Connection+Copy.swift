@@ -107,14 +107,15 @@ extension Connection {
                 failure = error
                 _ = PQputCopyEnd(handle, "aborted by the client: \(error)")
             }
+            let result: QueryResult
             do {
-                let result = try collectResult(handle, statement: sql, token: token)
-                if let failure { throw failure }
-                return result.affectedRows
-            } catch let error as PostgresError where failure != nil && error.kind == .server {
-                // The server's "COPY aborted" is only the echo of the client's own failure.
-                throw failure!
+                result = try collectResult(handle, statement: sql, token: token)
+            } catch {
+                // The server's "COPY from stdin failed" only echoes the client's own failure.
+                throw failure ?? error
             }
+            if let failure { throw failure }
+            return result.affectedRows
         }
     }
 }

@@ -43,7 +43,7 @@ final class NotificationWaiter: @unchecked Sendable {
     private var resumed = false
 
     func arm(_ continuation: CheckedContinuation<Void, Never>, socket: Int32) {
-        let source = DispatchSource.makeReadSource(fileDescriptor: socket, queue: .global())
+        let source = DispatchSource.makeReadSource(fileDescriptor: socket, queue: CancelHandle.queue)
         source.setEventHandler { [self] in resume() }
         lock.lock()
         if resumed {
@@ -95,14 +95,12 @@ extension Connection {
         while true {
             if Task.isCancelled { return nil }
             let handle = try liveHandle()
-            if activeStream == nil {
-                guard PQconsumeInput(handle) == 1 else {
-                    markBroken()
-                    throw PostgresError(.connectionLost, message: "the connection was lost while waiting for notifications: "
-                                        + Self.trimmed(PQerrorMessage(handle)))
-                }
-                if let notification = takeNotification(handle) { return notification }
+            guard PQconsumeInput(handle) == 1 else {
+                markBroken()
+                throw PostgresError(.connectionLost, message: "the connection was lost while waiting for notifications: "
+                                    + Self.trimmed(PQerrorMessage(handle)))
             }
+            if let notification = takeNotification(handle) { return notification }
             let waiter = NotificationWaiter()
             notificationWaiter = waiter
             let socket = PQsocket(handle)

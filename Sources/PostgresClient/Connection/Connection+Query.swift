@@ -104,7 +104,7 @@ extension Connection {
                 let item = DispatchWorkItem { token.cancel(.timeout) }
                 let (seconds, attoseconds) = timeout.components
                 let nanoseconds = Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000)
-                DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(nanoseconds), execute: item)
+                CancelHandle.queue.asyncAfter(deadline: .now() + .nanoseconds(nanoseconds), execute: item)
                 timer = item
             }
             defer { timer?.cancel() }

@@ -114,7 +114,8 @@ extension Connection {
     }
 
     private func rollbackIgnoringCancellation(_ marker: TransactionMarker) {
-        guard let handle, PQstatus(handle) == CONNECTION_OK, activeStream == nil else { return }
+        interruptActiveStream()
+        guard let handle, PQstatus(handle) == CONNECTION_OK else { return }
         let status = PQtransactionStatus(handle)
         guard status == PQTRANS_INTRANS || status == PQTRANS_INERROR else { return }
         switch marker {
@@ -129,11 +130,7 @@ extension Connection {
     /// Brings the connection back to idle for its next user: ends a stream, rolls back an
     /// open transaction. Returns false when the connection cannot be reused.
     public func resetForReuse() async -> Bool {
-        if let stream = activeStream {
-            stream.finished = true
-            activeStream = nil
-            drainAfterCancel()
-        }
+        interruptActiveStream()
         runPendingCleanups()
         guard let handle, PQconsumeInput(handle) == 1, PQstatus(handle) == CONNECTION_OK else {
             markBroken()

@@ -42,7 +42,8 @@ public actor Connection {
     var handle: OpaquePointer?
     var savepointCounter = 0
     var cursorCounter = 0
-    /// A single-row-mode stream owns the connection until it ends.
+    /// The stream that owns the connection's state: a single-row statement in flight, or a
+    /// cursor in a transaction the stream opened. Another statement ends it first.
     var activeStream: StreamState?
     var notificationWaiter: NotificationWaiter?
     private var noticeBox: Unmanaged<NoticeBox>?
@@ -182,17 +183,10 @@ public actor Connection {
         return handle
     }
 
-    /// Refuses a new statement while a single-row stream owns the connection.
-    func ensureNotStreaming() throws {
-        if activeStream != nil {
-            throw PostgresError(.misuse, message: "the connection is streaming rows in single-row mode",
-                                hint: "Finish or cancel the stream before running another statement on this connection.")
-        }
-    }
-
     /// Runs one statement with the extended protocol and returns its complete result.
-    func run(_ sql: String, _ bindings: PostgresBindings, format: PostgresFormat, token: CancelToken?) throws -> QueryResult {
-        let handle = try readyHandle()
+    func run(_ sql: String, _ bindings: PostgresBindings, format: PostgresFormat, token: CancelToken?,
+             for stream: StreamState? = nil) throws -> QueryResult {
+        let handle = try readyHandle(for: stream)
         try begin(token)
         defer { end(token) }
         let sent = bindings.withUnsafeParameters { count, types, values, lengths, formats in
@@ -203,8 +197,8 @@ public actor Connection {
     }
 
     /// Runs statements with the simple protocol (several may be separated by `;`).
-    func runSimple(_ sql: String, token: CancelToken?) throws -> [QueryResult] {
-        let handle = try readyHandle()
+    func runSimple(_ sql: String, token: CancelToken?, for stream: StreamState? = nil) throws -> [QueryResult] {
+        let handle = try readyHandle(for: stream)
         try begin(token)
         defer { end(token) }
         guard PQsendQuery(handle, sql) == 1 else { throw sendError(handle, statement: sql) }
@@ -308,7 +302,11 @@ public actor Connection {
             return String(cString: value)
         }
         let sqlState = field("C").map(SQLState.init(rawValue:))
+        let severity = field("V") ?? field("S")
+        // The server says FATAL (terminated backend, shutdown) before libpq sees the socket close.
         let lost = handle.map { PQstatus($0) != CONNECTION_OK } ?? true
+            || severity == "FATAL" || severity == "PANIC"
+            || sqlState?.errorClass == "08" || sqlState.map { $0.rawValue.hasPrefix("57P0") } == true
         var kind: PostgresError.Kind = .server
         if lost {
             kind = .connectionLost
@@ -329,7 +327,7 @@ public actor Connection {
         if kind == .timedOut, token?.cancellationReason == .timeout {
             error.message = "the statement ran past its timeout and was canceled (\(error.message))"
         }
-        error.severity = field("V") ?? field("S")
+        error.severity = severity
         error.position = field("P").flatMap { Int($0) }
         error.context = field("W")
         error.schemaName = field("s")

@@ -181,10 +181,11 @@ public actor ConnectionPool {
     }
 
     private func isHealthy(_ connection: Connection) async -> Bool {
-        if connection.isClosed { return false }
-        // A quiet socket means nothing happened since the connection was returned.
-        guard connection.socketHasData() else { return true }
-        return await connection.resetForReuse()
+        switch connection.idleSocketState() {
+        case .quiet: return !connection.isClosed
+        case .closedByServer: return false
+        case .readable: return await connection.resetForReuse()
+        }
     }
 
     private func discard(_ connection: Connection) {
@@ -240,12 +241,20 @@ public actor ConnectionPool {
 }
 
 extension Connection {
-    /// True when the idle connection's socket has something to read (a notice, a
-    /// notification, or the server closing it). Call only while nobody uses the connection.
-    nonisolated func socketHasData() -> Bool {
-        let socket = health.withLock { $0.socket }
-        guard socket >= 0 else { return true }
-        var descriptor = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
-        return poll(&descriptor, 1, 0) != 0
+    enum IdleSocketState { case quiet, readable, closedByServer }
+
+    /// `POLLRDHUP`, which Glibc exposes only with `_GNU_SOURCE`: the peer closed its side.
+    private static let pollReadHangUp: Int16 = 0x2000
+
+    /// What arrived on an idle connection's socket since it was last used: nothing, a
+    /// message (a notice, a notification), or the server hanging up (a terminated backend).
+    /// Call only while nobody uses the connection.
+    nonisolated func idleSocketState() -> IdleSocketState {
+        let socket = health.withLock { $0.isClosed || $0.isBroken ? -1 : $0.socket }
+        guard socket >= 0 else { return .closedByServer }
+        var descriptor = pollfd(fd: socket, events: Int16(POLLIN) | Self.pollReadHangUp, revents: 0)
+        guard poll(&descriptor, 1, 0) > 0 else { return .quiet }
+        if descriptor.revents & (Self.pollReadHangUp | Int16(POLLHUP) | Int16(POLLERR)) != 0 { return .closedByServer }
+        return .readable
     }
 }

@@ -27,8 +27,14 @@ public enum StreamMode: Sendable, Hashable {
 /// ```
 ///
 /// Back-pressure is built in: the next batch is fetched only when the loop asks for it.
-/// Leaving the loop early closes the cursor (or cancels the single-row statement); Task
-/// cancellation cancels the fetch in flight on the server.
+/// Task cancellation cancels the fetch in flight on the server.
+///
+/// A stream that opened its own transaction (a cursor outside a transaction) or runs in
+/// single-row mode owns its connection until it is read to the end: the next statement run
+/// on that connection first closes the cursor and transaction (or cancels the statement),
+/// and the stream, if read again, throws. So leaving the loop early never leaves a cursor or
+/// a statement behind. To interleave other statements with a cursor, open a transaction
+/// around both (``Connection/withTransaction(_:_:)``); the cursor then lives until it ends.
 public struct RowStream: AsyncSequence, Sendable {
     public typealias Element = QueryResult
 
@@ -74,6 +80,8 @@ final class StreamState: @unchecked Sendable {
     var finished = false
     var cursorName: String?
     var ownsTransaction = false
+    /// Set when another statement ended the stream before it was read to its end.
+    var interrupted = false
     var columns: ColumnSet?
 
     init(sql: String, bindings: PostgresBindings, mode: StreamMode) {
@@ -97,6 +105,12 @@ extension Connection {
     }
 
     func nextBatch(_ state: StreamState) async throws -> QueryResult? {
+        if state.interrupted {
+            throw PostgresError(
+                .misuse, message: "the stream was ended because another statement ran on its connection",
+                hint: "Read a stream to its end before using its connection again, or open a transaction around both.",
+                statement: state.sql)
+        }
         if state.finished { return nil }
         return try await withCancellation(timeout: nil) { token in
             switch state.mode {
@@ -109,11 +123,12 @@ extension Connection {
     private func nextCursorBatch(_ state: StreamState, size: Int, token: CancelToken) throws -> QueryResult? {
         if !state.started {
             state.started = true
-            let handle = try readyHandle()
+            let handle = try readyHandle(for: state)
             switch PQtransactionStatus(handle) {
             case PQTRANS_IDLE:
-                _ = try run("BEGIN READ ONLY", PostgresBindings(), format: .binary, token: token)
+                _ = try run("BEGIN READ ONLY", PostgresBindings(), format: .binary, token: token, for: state)
                 state.ownsTransaction = true
+                activeStream = state
             case PQTRANS_INERROR:
                 state.finished = true
                 throw PostgresError(.misuse, message: "cannot open a cursor: the current transaction has failed",
@@ -124,7 +139,8 @@ extension Connection {
             cursorCounter += 1
             let name = "pd_cursor_\(cursorCounter)"
             do {
-                _ = try run("DECLARE \(name) NO SCROLL CURSOR FOR \(state.sql)", state.bindings, format: .binary, token: token)
+                _ = try run("DECLARE \(name) NO SCROLL CURSOR FOR \(state.sql)", state.bindings, format: .binary,
+                            token: token, for: state)
             } catch {
                 endCursor(state)
                 throw error
@@ -134,7 +150,7 @@ extension Connection {
         guard let name = state.cursorName else { return nil }
         let batch: QueryResult
         do {
-            batch = try run("FETCH FORWARD \(size) FROM \(name)", PostgresBindings(), format: .binary, token: token)
+            batch = try run("FETCH FORWARD \(size) FROM \(name)", PostgresBindings(), format: .binary, token: token, for: state)
         } catch {
             endCursor(state)
             throw error
@@ -146,19 +162,19 @@ extension Connection {
     /// Closes the cursor and the transaction the stream opened; errors leave nothing to clean.
     func endCursor(_ state: StreamState) {
         state.finished = true
+        if activeStream === state { activeStream = nil }
         guard let handle, PQstatus(handle) == CONNECTION_OK else { return }
         let status = PQtransactionStatus(handle)
         if state.ownsTransaction {
-            let sql = status == PQTRANS_INTRANS ? "COMMIT" : "ROLLBACK"
-            _ = try? runSimple(sql, token: nil)
+            _ = try? runSimple(status == PQTRANS_INTRANS ? "COMMIT" : "ROLLBACK", token: nil, for: state)
         } else if let name = state.cursorName, status == PQTRANS_INTRANS {
-            _ = try? runSimple("CLOSE \(name)", token: nil)
+            _ = try? runSimple("CLOSE \(name)", token: nil, for: state)
         }
         state.cursorName = nil
     }
 
     private func nextSingleRowBatch(_ state: StreamState, size: Int, token: CancelToken) throws -> QueryResult? {
-        let handle = state.started ? try liveHandle() : try readyHandle()
+        let handle = try readyHandle(for: state)
         try begin(token)
         defer { end(token) }
         if !state.started {
@@ -204,8 +220,23 @@ extension Connection {
         return QueryResult(storage: ResultStorage(singleRows: rows, columns: columns, statement: state.sql))
     }
 
-    /// Cancels the single-row statement in flight and reads what is left of it.
-    func drainAfterCancel() {
+    /// Ends the stream that owns the connection's state, so that another statement can run.
+    func interruptActiveStream() {
+        guard let state = activeStream else { return }
+        state.interrupted = !state.finished
+        switch state.mode {
+        case .cursor:
+            endCursor(state)
+        case .singleRow:
+            activeStream = nil
+            state.finished = true
+            cancelAndDrain()
+        }
+        refreshHealth()
+    }
+
+    /// Cancels the statement in flight and reads what is left of it.
+    private func cancelAndDrain() {
         guard let handle else { return }
         let token = CancelToken(handle: cancelHandle)
         guard (try? cancelHandle.beginStatement(token)) != nil else { return }
@@ -227,24 +258,20 @@ extension Connection {
             return states
         }
         for state in states where state.started && !state.finished {
-            switch state.mode {
-            case .cursor:
+            if activeStream === state {
+                interruptActiveStream()
+            } else if case .cursor = state.mode {
                 endCursor(state)
-            case .singleRow:
-                if activeStream === state {
-                    drainAfterCancel()
-                    activeStream = nil
-                }
-                state.finished = true
             }
+            state.finished = true
         }
-        if !states.isEmpty { refreshHealth() }
     }
 
-    /// The handle, ready for a new statement: abandoned streams cleaned up, no stream active.
-    func readyHandle() throws -> OpaquePointer {
+    /// The handle, ready for a new statement: abandoned streams cleaned up, and a stream that
+    /// owns the connection's state ended unless the statement is its own.
+    func readyHandle(for stream: StreamState? = nil) throws -> OpaquePointer {
         if pendingCleanups.withLock({ !$0.isEmpty }) { runPendingCleanups() }
-        try ensureNotStreaming()
+        if let active = activeStream, active !== stream { interruptActiveStream() }
         return try liveHandle()
     }
 }
