@@ -58,7 +58,7 @@ struct ConnectionPoolTests {
                 try await pool.withConnection { _ in order.withLock { $0.append(index) } }
             })
             // Let each waiter enqueue before the next one starts.
-            while await pool.statistics.waiting < index + 1 { await Task.yield() }
+            for _ in 0..<500 where await pool.statistics.waiting < index + 1 { try await Task.sleep(for: .milliseconds(5)) }
         }
         await pool.release(held)
         for waiter in waiters { try await waiter.value }
@@ -83,7 +83,11 @@ struct ConnectionPoolTests {
     }
 
     @Test func killedBackendsUnderLoadCostOneQueryEachAndThePoolRecovers() async throws {
-        let pool = ConnectionPool(configuration: try await TestServer.configuration(), maximumConnections: 4)
+        // Its own application name, so that only this pool's backends are terminated.
+        let name = TestServer.uniqueName("victims")
+        var configuration = try await TestServer.configuration()
+        configuration["application_name"] = name
+        let pool = ConnectionPool(configuration: configuration, maximumConnections: 4)
         let failures = Locked(0)
         let successes = Locked(0)
         let workers = Task {
@@ -107,8 +111,8 @@ struct ConnectionPoolTests {
         let killed = try await withConnection { admin async throws in
             try await admin.query("""
                 SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
-                WHERE datname = current_database() AND pid <> pg_backend_pid() AND application_name = 'PostgresData'
-                """)[0].decode(Int64.self, at: 0)
+                WHERE application_name = $1
+                """, name)[0].decode(Int64.self, at: 0)
         }
         try await workers.value
         #expect(killed >= 1)

@@ -18,10 +18,10 @@ public final class CancelHandle: @unchecked Sendable {
 
     init() {}
 
-    /// Cancel requests and statement timers. A private queue, not a global one: on Linux the
-    /// global queues share their threads with Swift's cooperative pool, and busy tasks there
-    /// must not delay a cancel.
-    static let queue = DispatchQueue(label: "PostgresClient.cancel", qos: .userInitiated, attributes: .concurrent)
+    /// Statement timers and socket watchers. A private serial queue gets a thread of its own;
+    /// the global queues share theirs with Swift's cooperative pool, where busy tasks must
+    /// not delay a timeout.
+    static let queue = DispatchQueue(label: "PostgresClient.timers", qos: .userInitiated)
 
     deinit {
         if let cancelObject { PQfreeCancel(cancelObject) }
@@ -73,8 +73,9 @@ public final class CancelHandle: @unchecked Sendable {
         requestsInFlight += 1
         condition.unlock()
         let target = CancelObject(pointer: object)
-        // PQcancel opens a connection and waits for the server: keep it off the caller's thread.
-        CancelHandle.queue.async {
+        // PQcancel opens a connection and waits for the server: it gets a thread of its own,
+        // so that neither the caller nor a busy thread pool can delay it.
+        Thread.detachNewThread {
             var message = [CChar](repeating: 0, count: 256)
             // `object` stays valid: `install` waits for requests in flight before replacing it.
             _ = PQcancel(target.pointer, &message, Int32(message.count))

@@ -43,14 +43,15 @@ final class NotificationWaiter: @unchecked Sendable {
     private var resumed = false
 
     func arm(_ continuation: CheckedContinuation<Void, Never>, socket: Int32) {
-        let source = DispatchSource.makeReadSource(fileDescriptor: socket, queue: CancelHandle.queue)
-        source.setEventHandler { [self] in resume() }
         lock.lock()
         if resumed {
             lock.unlock()
             continuation.resume()
             return
         }
+        // Created only when it will be resumed: libdispatch traps on releasing a suspended source.
+        let source = DispatchSource.makeReadSource(fileDescriptor: socket, queue: CancelHandle.queue)
+        source.setEventHandler { [self] in resume() }
         self.continuation = continuation
         self.source = source
         lock.unlock()

@@ -94,25 +94,31 @@ extension Connection {
         cancelHandle.cancelCurrentStatement()
     }
 
-    /// Runs `body` (on this connection's thread) with a token that Task cancellation and
-    /// the timeout cancel.
+    /// Runs `body` on this connection's thread with a token that Task cancellation and the
+    /// timeout cancel.
     func withCancellation<R>(timeout: Duration?, _ body: (CancelToken) throws -> R) async throws -> R {
         let token = CancelToken(handle: cancelHandle)
         return try await withTaskCancellationHandler {
-            var timer: DispatchWorkItem?
-            if let timeout {
-                let item = DispatchWorkItem { token.cancel(.timeout) }
-                let (seconds, attoseconds) = timeout.components
-                let nanoseconds = Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000)
-                CancelHandle.queue.asyncAfter(deadline: .now() + .nanoseconds(nanoseconds), execute: item)
-                timer = item
-            }
-            defer { timer?.cancel() }
-            if Task.isCancelled { token.cancel(.task) }
-            return try body(token)
+            // Through `self`: a closure here is isolated to the connection only if it captures
+            // `self`, and the blocking work must run on the connection's thread.
+            try self.runCancellable(token: token, timeout: timeout, body)
         } onCancel: {
             token.cancel(.task)
         }
+    }
+
+    private func runCancellable<R>(token: CancelToken, timeout: Duration?, _ body: (CancelToken) throws -> R) throws -> R {
+        var timer: DispatchWorkItem?
+        if let timeout {
+            let item = DispatchWorkItem { token.cancel(.timeout) }
+            let (seconds, attoseconds) = timeout.components
+            let nanoseconds = Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000)
+            CancelHandle.queue.asyncAfter(deadline: .now() + .nanoseconds(nanoseconds), execute: item)
+            timer = item
+        }
+        defer { timer?.cancel() }
+        if Task.isCancelled { token.cancel(.task) }
+        return try body(token)
     }
 }
 

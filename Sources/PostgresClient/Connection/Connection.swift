@@ -172,6 +172,7 @@ public actor Connection {
 
     /// The connection handle, or an error saying why there is none.
     func liveHandle() throws -> OpaquePointer {
+        assert(thread.isCurrent, "libpq work must run on the connection's own thread")
         guard let handle else {
             throw PostgresError(.connectionClosed, message: "the connection is closed")
         }

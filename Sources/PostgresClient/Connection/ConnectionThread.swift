@@ -40,6 +40,13 @@ final class ConnectionThread: SerialExecutor, @unchecked Sendable {
                      "expected to run on the connection's thread")
     }
 
+    /// True on this executor's thread.
+    var isCurrent: Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        return threadID.map { pthread_equal($0, pthread_self()) != 0 } ?? false
+    }
+
     /// Lets the thread end once the jobs already enqueued have run.
     func shutdown() {
         condition.lock()
