@@ -32,6 +32,7 @@ public actor ConnectionPool {
     private var leasedCount = 0
     private var isShutDown = false
     private var drainWaiters: [CheckedContinuation<Void, Never>] = []
+    private var closing: [Task<Void, Never>] = []
     private var nextWaiterID = 0
 
     private struct Waiter {
@@ -137,6 +138,9 @@ public actor ConnectionPool {
             await withCheckedContinuation { drainWaiters.append($0) }
         }
         finishShutdown()
+        let closing = self.closing
+        self.closing.removeAll()
+        for task in closing { await task.value }
     }
 
     private func finishShutdown() {
@@ -190,7 +194,8 @@ public actor ConnectionPool {
 
     private func discard(_ connection: Connection) {
         openCount -= 1
-        Task { await connection.close() }
+        let close = Task { await connection.close() }
+        if isShutDown { closing.append(close) }
         serveWaitersAfterCapacityFreed()
     }
 
