@@ -1,6 +1,5 @@
 import Foundation
 import PostgresClient
-import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -27,7 +26,7 @@ public final class TemporaryPostgres: Sendable {
     public let binaries: ServerBinaries
     /// The user the server runs as when this process is root.
     let serverUser: String?
-    private let running = Mutex(true)
+    private let running = Locked(true)
 
     /// Settings that make a throwaway cluster fast: its data is never worth an fsync.
     public static let fastSettings: [String: String] = [
@@ -190,7 +189,7 @@ public final class TemporaryPostgres: Sendable {
 
     // MARK: - Stopping every cluster at exit
 
-    private static let clusters = Mutex<[TemporaryPostgres]>([])
+    private static let clusters = Locked<[TemporaryPostgres]>([])
 
     private static func register(_ server: TemporaryPostgres) {
         let first = clusters.withLock { clusters in

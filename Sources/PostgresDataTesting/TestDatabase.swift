@@ -1,7 +1,6 @@
 import CLibPQ
 import Foundation
 import PostgresClient
-import Synchronization
 
 /// The PostgreSQL that tests, benchmarks and the demo use: the server `DATABASE_URL` names,
 /// or else a ``TemporaryPostgres`` started once per process.
@@ -45,7 +44,7 @@ public enum TestDatabase {
 private actor SharedServer {
     private var cached: Configuration?
     private(set) var temporary: TemporaryPostgres?
-    private static let counter = Mutex(0)
+    private static let counter = Locked(0)
 
     static func nextNumber() -> Int {
         counter.withLock {
@@ -69,7 +68,7 @@ private actor SharedServer {
 
 /// Drops the databases created on a shared server when the process exits.
 private enum DroppedAtExit {
-    private static let databases = Mutex<[(String, Configuration)]>([])
+    private static let databases = Locked<[(String, Configuration)]>([])
 
     static func add(_ name: String, on server: Configuration) {
         let first = databases.withLock { list in

@@ -1,2 +1,112 @@
+import Foundation
 import PostgresClient
-print("demo: see issue 8")
+import PostgresDataTesting
+
+// The README's first command. Until the object layer lands (issues 3–8), it tells the seeds'
+// story on 1,000,000 to-do items with PostgresClient, the layer everything stands on.
+
+struct Item {
+    var id: Int64
+    var name: String
+    var createdAt: Date
+    var done: Bool
+    var weight: Int32
+}
+
+let rowCount = Int(ProcessInfo.processInfo.environment["DEMO_ROWS"] ?? "") ?? 1_000_000
+
+print("PostgresData demo — \(rowCount.formatted()) to-do items\n")
+let usesOwnServer = ProcessInfo.processInfo.environment["DATABASE_URL"]?.isEmpty ?? true
+print(usesOwnServer ? "• Starting a throwaway PostgreSQL (no DATABASE_URL set)…" : "• Using the server DATABASE_URL names…")
+let database = try await TestDatabase.fresh(prefix: "postgres_data_demo")
+let connection = try await Connection.connect(database)
+let version = await connection.parameterStatus("server_version") ?? "?"
+print("  ✓ PostgreSQL \(version), database \(database.database ?? "?")\n")
+
+try await connection.execute(script: """
+    CREATE TABLE items (
+        id bigserial PRIMARY KEY,
+        name text NOT NULL,
+        created_at timestamptz NOT NULL,
+        done boolean NOT NULL DEFAULT false,
+        weight integer NOT NULL DEFAULT 0
+    )
+    """)
+
+// 1. Import: binary COPY, one round trip per megabyte.
+print("• Importing \(rowCount.formatted()) items (binary COPY)")
+var importBar = ProgressBar("import", total: rowCount)
+let start = Date()
+let imported = try await connection.copyRows(into: "items", columns: ["name", "created_at", "done", "weight"]) { writer in
+    for index in 0..<rowCount {
+        try writer.append("Item \(index)", start.addingTimeInterval(Double(index) / 1000), index % 4 == 0, Int32(index % 10))
+        if index % 20_000 == 0 || index == rowCount - 1 { importBar.update(index + 1) }
+    }
+}
+importBar.finish("imported \(imported.formatted()) rows")
+try await connection.query("ANALYZE items")
+
+// 2. Asynchronous fetch: a server-side cursor, 10,000 rows a batch, progress per batch.
+print("\n• Fetching them back through a cursor, 10,000 rows per batch")
+var fetchBar = ProgressBar("fetch", total: rowCount)
+var fetched = 0
+var weights = 0
+var batches = 0
+for try await batch in try connection.stream("SELECT id, name, created_at, done, weight FROM items",
+                                             mode: .cursor(batchSize: 10_000)) {
+    for row in batch {
+        let (id, name, createdAt, done, weight) = try row.decode((Int64, String, Date, Bool, Int32).self)
+        let item = Item(id: id, name: name, createdAt: createdAt, done: done, weight: weight)
+        weights += Int(item.weight)
+    }
+    fetched += batch.count
+    batches += 1
+    fetchBar.update(fetched, detail: "batch \(batches)")
+}
+fetchBar.finish("fetched \(fetched.formatted()) rows in \(batches) batches (sum of weights \(weights.formatted())), peak memory \(peakMemoryMiB()) MiB")
+
+// For comparison: psql's COPY of the same rows to /dev/null.
+if let psql = ["/usr/bin/psql", "/usr/local/bin/psql"].first(where: { FileManager.default.isExecutableFile(atPath: $0) }) {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: psql)
+    var keywords = database.parameters.map { "\($0.key)='\($0.value)'" }.joined(separator: " ")
+    keywords += " application_name=psql"
+    process.arguments = ["-X", "-q", "-d", keywords, "-c", "COPY (SELECT id, name, created_at, done, weight FROM items) TO STDOUT"]
+    process.standardOutput = FileHandle.nullDevice
+    let psqlStart = ContinuousClock.now
+    try process.run()
+    process.waitUntilExit()
+    print("  (psql COPY of the same rows to /dev/null: \(ProgressBar.format(ContinuousClock.now - psqlStart)))")
+}
+
+// 3. Batch update: one UPDATE … RETURNING statement.
+print("\n• Marking every unfinished heavy item done (one UPDATE … RETURNING id)")
+let updateBar = ProgressBar("update", total: 1)
+var updatedIDs = 0
+for try await batch in try connection.stream("UPDATE items SET done = true, weight = weight + 1 WHERE NOT done AND weight >= $1 RETURNING id",
+                                             Int32(5), mode: .singleRow(batchSize: 50_000)) {
+    updatedIDs += batch.count
+}
+updateBar.finish("updated \(updatedIDs.formatted()) rows")
+
+// 4. Cancel a long fetch: PQcancel reaches the server, the connection stays usable.
+print("\n• Cancelling a long query 20 times (a cross join the server would chew on for minutes)")
+var latencies: [Duration] = []
+for _ in 0..<20 {
+    let long = Task { try await connection.query("SELECT count(*) FROM items a CROSS JOIN items b") }
+    try await Task.sleep(for: .milliseconds(100))
+    let cancelAt = ContinuousClock.now
+    long.cancel()
+    do {
+        _ = try await long.value
+    } catch let error as PostgresError where error.kind == .canceled {
+        latencies.append(ContinuousClock.now - cancelAt)
+    }
+}
+latencies.sort()
+let check = try await connection.query("SELECT count(*) FROM items WHERE done")[0].decode(Int64.self, at: 0)
+print("  ✓ \(latencies.count)/20 cancelled (SQLSTATE 57014): median \(ProgressBar.format(latencies[latencies.count / 2])), "
+      + "worst \(ProgressBar.format(latencies.last!)); the connection then counted \(check.formatted()) done items")
+
+await connection.close()
+print("\nDone. The throwaway server and its data are removed as the demo exits.")

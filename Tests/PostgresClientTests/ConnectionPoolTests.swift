@@ -1,6 +1,5 @@
 import Foundation
 import PostgresClient
-import Synchronization
 import Testing
 
 @Suite("ConnectionPool: bounded, fair, self-healing")

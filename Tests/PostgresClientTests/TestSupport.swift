@@ -1,7 +1,6 @@
 import Foundation
 import PostgresClient
 import PostgresDataTesting
-import Synchronization
 import Testing
 
 /// One fresh database for this test process, created on first use.
@@ -69,12 +68,4 @@ func residentMemory() -> Int {
         return kilobytes * 1024
     }
     return 0
-}
-
-/// A value shared between tasks of a test, behind a lock.
-final class Locked<Value: Sendable>: Sendable {
-    private let mutex: Mutex<Value>
-    init(_ value: Value) { mutex = Mutex(value) }
-    func withLock<R: Sendable>(_ body: (inout sending Value) -> sending R) -> R { mutex.withLock(body) }
-    var value: Value { mutex.withLock { $0 } }
 }

@@ -1,7 +1,6 @@
 import CLibPQ
 import Foundation
 import Logging
-import Synchronization
 
 /// One connection to PostgreSQL through libpq.
 ///
@@ -36,8 +35,8 @@ public actor Connection {
     /// Cancels the running statement from any thread or task.
     public nonisolated let cancelHandle = CancelHandle()
     nonisolated let logger: Logger
-    nonisolated let health = Mutex(Health())
-    nonisolated let pendingCleanups = Mutex<[StreamState]>([])
+    nonisolated let health = Locked(Health())
+    nonisolated let pendingCleanups = Locked<[StreamState]>([])
 
     var handle: OpaquePointer?
     var savepointCounter = 0

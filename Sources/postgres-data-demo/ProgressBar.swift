@@ -1,0 +1,52 @@
+import Foundation
+
+/// A one-line progress bar on a terminal; on a pipe (CI logs), a line every 10 %.
+struct ProgressBar {
+    let title: String
+    let total: Int
+    private let start = ContinuousClock.now
+    private var lastDecile = -1
+    private static let isTerminal = isatty(STDOUT_FILENO) != 0
+
+    init(_ title: String, total: Int) {
+        self.title = title
+        self.total = total
+    }
+
+    mutating func update(_ done: Int, detail: String = "") {
+        let fraction = total > 0 ? min(1, Double(done) / Double(total)) : 1
+        if Self.isTerminal {
+            let width = 30
+            let filled = Int(fraction * Double(width))
+            let bar = String(repeating: "█", count: filled) + String(repeating: "░", count: width - filled)
+            print("\r  \(title) \(bar) \(Int(fraction * 100))% \(done.formatted())/\(total.formatted()) \(detail)   ",
+                  terminator: "")
+            fflush(nil)  // all streams: `stdout` is a global Swift 6 will not touch
+        } else {
+            let decile = Int(fraction * 10)
+            if decile > lastDecile {
+                lastDecile = decile
+                print("  \(title) \(decile * 10)% \(done.formatted())/\(total.formatted()) \(detail)")
+            }
+        }
+    }
+
+    func finish(_ summary: String) {
+        if Self.isTerminal { print("") }
+        print("  ✓ \(summary) in \(Self.format(ContinuousClock.now - start))")
+    }
+
+    static func format(_ duration: Duration) -> String {
+        let seconds = Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+        return seconds < 1 ? String(format: "%.1f ms", seconds * 1000) : String(format: "%.2f s", seconds)
+    }
+}
+
+/// Peak resident memory of this process (VmHWM), in MiB.
+func peakMemoryMiB() -> Int {
+    guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return 0 }
+    for line in status.split(separator: "\n") where line.hasPrefix("VmHWM:") {
+        return (line.split(separator: " ").compactMap { Int($0) }.first ?? 0) / 1024
+    }
+    return 0
+}
