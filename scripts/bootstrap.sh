@@ -24,7 +24,8 @@ if ! pkg-config --exists libpq 2>/dev/null; then packages+=(libpq-dev); fi
 if [ -z "${DATABASE_URL:-}" ] && ! have_server_binaries; then packages+=(postgresql); fi
 # Running as root, the throwaway server runs as the unprivileged 'postgres' user that the
 # postgresql package creates.
-if [ "$(id -u)" = 0 ] && [ -z "${DATABASE_URL:-}" ] && ! id postgres >/dev/null 2>&1; then
+if [ "$(id -u)" = 0 ] && [ -z "${DATABASE_URL:-}" ] && ! id postgres >/dev/null 2>&1 \
+    && [[ " ${packages[*]} " != *" postgresql "* ]]; then
     packages+=(postgresql)
 fi
 
