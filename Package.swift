@@ -8,6 +8,7 @@ let package = Package(
         .library(name: "PostgresClient", targets: ["PostgresClient"]),
         .library(name: "PostgresDataTesting", targets: ["PostgresDataTesting"]),
         .executable(name: "postgres-data-demo", targets: ["postgres-data-demo"]),
+        .executable(name: "postgres-data-bench", targets: ["postgres-data-bench"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
@@ -34,6 +35,10 @@ let package = Package(
         .executableTarget(
             name: "postgres-data-demo",
             dependencies: ["PostgresClient", "PostgresDataTesting"]
+        ),
+        .executableTarget(
+            name: "postgres-data-bench",
+            dependencies: ["PostgresClient", "PostgresDataTesting", "CLibPQ"]
         ),
         .testTarget(
             name: "PostgresClientTests",

@@ -1,0 +1,155 @@
+import CLibPQ
+import Foundation
+import PostgresClient
+
+struct Item {
+    var id: Int64
+    var name: String
+    var createdAt: Date
+    var done: Bool
+    var weight: Int32
+}
+
+/// One workload: the same work done through PostgresClient and through raw libpq.
+struct Workload {
+    var name: String
+    /// Runs before each measured run, untimed (resetting the table).
+    var prepare: () async throws -> Void
+    var client: () async throws -> Void
+    var raw: () throws -> Void
+}
+
+let selectAll = "SELECT id, name, created_at, done, weight FROM items"
+let epoch = Date(timeIntervalSince1970: 1_704_067_200)
+
+func makeWorkloads(client connection: Connection, raw: RawConnection, rows: Int) -> [Workload] {
+    let inserts = max(1, rows / 10)
+    let resetEmpty: () async throws -> Void = {
+        try await connection.execute(script: "TRUNCATE items RESTART IDENTITY")
+    }
+    let resetFull: () async throws -> Void = {
+        try await connection.execute(script: """
+            TRUNCATE items RESTART IDENTITY;
+            INSERT INTO items(name, created_at, done, weight)
+            SELECT 'item-' || i, timestamptz '2024-01-01 00:00:00+00' + i * interval '1 second', i % 2 = 0, i % 1000
+            FROM generate_series(1, \(rows)) AS i;
+            VACUUM (ANALYZE) items;
+            CHECKPOINT;
+            SELECT count(*) FROM items;
+            """)
+    }
+    var loaded = false
+    let loadOnce: () async throws -> Void = {
+        if !loaded { try await resetFull(); loaded = true }
+    }
+
+    return [
+        Workload(name: "insert \(inserts.formatted()) rows (COPY binary)", prepare: resetEmpty, client: {
+            try await connection.copyRows(into: "items", columns: ["name", "created_at", "done", "weight"]) { writer in
+                for i in 1...inserts {
+                    try writer.append("item-\(i)", epoch.addingTimeInterval(Double(i)), i % 2 == 0, Int32(i % 1000))
+                }
+            }
+        }, raw: {
+            try rawCopy(raw, rows: inserts)
+        }),
+        Workload(name: "fetch \(rows.formatted()) rows into structs", prepare: loadOnce, client: {
+            let result = try await connection.query(selectAll)
+            var items: [Item] = []
+            items.reserveCapacity(result.count)
+            for row in result {
+                let (id, name, createdAt, done, weight) = try row.decode((Int64, String, Date, Bool, Int32).self)
+                items.append(Item(id: id, name: name, createdAt: createdAt, done: done, weight: weight))
+            }
+            precondition(items.count == rows)
+        }, raw: {
+            let result = try raw.execBinary(selectAll)
+            defer { PQclear(result) }
+            let count = PQntuples(result)
+            var items: [Item] = []
+            items.reserveCapacity(Int(count))
+            for row in 0..<count { items.append(rawItem(result, row)) }
+            precondition(items.count == rows)
+        }),
+        Workload(name: "stream \(rows.formatted()) rows, cursor batches of 10,000", prepare: loadOnce, client: {
+            var count = 0
+            var weights = 0
+            for try await batch in try connection.stream(selectAll, mode: .cursor(batchSize: 10_000)) {
+                for row in batch {
+                    let (id, name, createdAt, done, weight) = try row.decode((Int64, String, Date, Bool, Int32).self)
+                    let item = Item(id: id, name: name, createdAt: createdAt, done: done, weight: weight)
+                    weights &+= Int(item.weight)
+                    count += 1
+                }
+            }
+            precondition(count == rows)
+        }, raw: {
+            try raw.exec("BEGIN READ ONLY")
+            try raw.exec("DECLARE c NO SCROLL CURSOR FOR \(selectAll)")
+            var count = 0
+            var weights = 0
+            while true {
+                let result = try raw.execBinary("FETCH FORWARD 10000 FROM c")
+                let batch = PQntuples(result)
+                for row in 0..<batch {
+                    let item = rawItem(result, row)
+                    weights &+= Int(item.weight)
+                }
+                count += Int(batch)
+                PQclear(result)
+                if batch < 10_000 { break }
+            }
+            try raw.exec("CLOSE c")
+            try raw.exec("COMMIT")
+            precondition(count == rows)
+        }),
+        Workload(name: "update \(rows.formatted()) rows RETURNING id", prepare: loadOnce, client: {
+            let result = try await connection.query("UPDATE items SET weight = weight + 1 RETURNING id")
+            var ids: [Int64] = []
+            ids.reserveCapacity(result.count)
+            for row in result { ids.append(try row.decode(Int64.self, at: 0)) }
+            precondition(ids.count == rows)
+        }, raw: {
+            let result = try raw.execBinary("UPDATE items SET weight = weight + 1 RETURNING id")
+            defer { PQclear(result) }
+            var ids: [Int64] = []
+            ids.reserveCapacity(Int(PQntuples(result)))
+            for row in 0..<PQntuples(result) {
+                ids.append(Int64(bigEndian: UnsafeRawPointer(PQgetvalue(result, row, 0)).loadUnaligned(as: Int64.self)))
+            }
+            precondition(ids.count == rows)
+        }),
+    ]
+}
+
+/// Binary COPY written byte by byte, as hand-written libpq code would.
+func rawCopy(_ raw: RawConnection, rows: Int) throws {
+    let start = PQexec(raw.handle, "COPY items(name, created_at, done, weight) FROM STDIN (FORMAT binary)")
+    guard PQresultStatus(start) == PGRES_COPY_IN else { throw BenchmarkError("raw copy start") }
+    PQclear(start)
+    var buffer: [UInt8] = []
+    buffer.reserveCapacity(1 << 20 + 4096)
+    func put<T: FixedWidthInteger>(_ value: T) { withUnsafeBytes(of: value.bigEndian) { buffer.append(contentsOf: $0) } }
+    buffer.append(contentsOf: [0x50, 0x47, 0x43, 0x4F, 0x50, 0x59, 0x0A, 0xFF, 0x0D, 0x0A, 0x00])
+    put(Int32(0)); put(Int32(0))
+    let epochMicros = Int64((epoch.timeIntervalSinceReferenceDate + 31_622_400) * 1e6)
+    for i in 1...rows {
+        put(Int16(4))
+        var name = "item-\(i)"
+        name.withUTF8 { bytes in put(Int32(bytes.count)); buffer.append(contentsOf: bytes) }
+        put(Int32(8)); put(epochMicros + Int64(i) * 1_000_000)
+        put(Int32(1)); buffer.append(i % 2 == 0 ? 1 : 0)
+        put(Int32(4)); put(Int32(i % 1000))
+        if buffer.count >= 1 << 20 {
+            _ = buffer.withUnsafeBytes { PQputCopyData(raw.handle, $0.baseAddress!.assumingMemoryBound(to: CChar.self), Int32($0.count)) }
+            buffer.removeAll(keepingCapacity: true)
+        }
+    }
+    put(Int16(-1))
+    _ = buffer.withUnsafeBytes { PQputCopyData(raw.handle, $0.baseAddress!.assumingMemoryBound(to: CChar.self), Int32($0.count)) }
+    guard PQputCopyEnd(raw.handle, nil) == 1 else { throw BenchmarkError("raw copy end") }
+    while let result = PQgetResult(raw.handle) {
+        defer { PQclear(result) }
+        guard PQresultStatus(result) == PGRES_COMMAND_OK else { throw BenchmarkError("raw copy: \(String(cString: PQerrorMessage(raw.handle)))") }
+    }
+}

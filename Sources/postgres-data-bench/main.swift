@@ -1,0 +1,168 @@
+import CLibPQ
+import Foundation
+import PostgresClient
+import PostgresDataTesting
+
+// postgres-data-bench: every workload through PostgresClient (A) and through raw libpq (B),
+// alternating A B A B in one process run, medians printed with their ratio and peak memory.
+//
+//   swift run -c release postgres-data-bench [--rows N] [--runs N] [--cancel-runs N] [--json PATH]
+//
+// Without DATABASE_URL it starts a throwaway PostgreSQL with durable settings (fsync on).
+
+var rows = 1_000_000
+var runs = 5
+var cancelRuns = 50
+var jsonPath: String?
+var arguments = CommandLine.arguments.dropFirst().makeIterator()
+while let argument = arguments.next() {
+    switch argument {
+    case "--rows": rows = Int(arguments.next() ?? "") ?? rows
+    case "--runs": runs = Int(arguments.next() ?? "") ?? runs
+    case "--cancel-runs": cancelRuns = Int(arguments.next() ?? "") ?? cancelRuns
+    case "--json": jsonPath = arguments.next()
+    default:
+        print("usage: postgres-data-bench [--rows N] [--runs N] [--cancel-runs N] [--json PATH]")
+        exit(argument == "--help" ? 0 : 2)
+    }
+}
+
+let configuration: Configuration
+if let fromEnvironment = try Configuration.fromEnvironment() {
+    configuration = try await TestDatabase.fresh(prefix: "bench")
+    _ = fromEnvironment
+} else {
+    let server = try TemporaryPostgres.start(settings: TemporaryPostgres.durableSettings)
+    configuration = server.configuration
+}
+let connection = try await Connection.connect(configuration)
+let raw = try RawConnection(configuration)
+try await connection.execute(script: """
+    DROP TABLE IF EXISTS items;
+    CREATE TABLE items(id bigserial PRIMARY KEY, name text NOT NULL, created_at timestamptz NOT NULL,
+                       done boolean NOT NULL DEFAULT false, weight integer NOT NULL DEFAULT 0);
+    """)
+let version = await connection.parameterStatus("server_version") ?? "?"
+print("postgres-data-bench: PostgreSQL \(version), \(rows.formatted()) rows, median of \(runs) runs, A/B alternating\n")
+
+struct Row: Encodable {
+    var workload: String
+    var clientMilliseconds: Double
+    var rawMilliseconds: Double
+    var ratio: Double
+    var clientPeakMiB: Int
+    var rawPeakMiB: Int
+}
+var report: [Row] = []
+
+/// Resets the peak-RSS counter (VmHWM) and returns a closure reading it in MiB.
+func measurePeak() -> () -> Int {
+    try? "5".write(toFile: "/proc/self/clear_refs", atomically: false, encoding: .utf8)
+    return {
+        let status = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""
+        let line = status.split(separator: "\n").first { $0.hasPrefix("VmHWM:") } ?? ""
+        return (line.split(separator: " ").compactMap { Int($0) }.first ?? 0) / 1024
+    }
+}
+
+func milliseconds(_ duration: Duration) -> Double {
+    Double(duration.components.seconds) * 1000 + Double(duration.components.attoseconds) / 1e15
+}
+
+func median(_ values: [Double]) -> Double {
+    let sorted = values.sorted()
+    return sorted.count % 2 == 1 ? sorted[sorted.count / 2] : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
+}
+
+func printRow(_ row: Row) {
+    let name = row.workload.padding(toLength: 46, withPad: " ", startingAt: 0)
+    print("\(name) \(String(format: "%10.1f ms %10.1f ms %7.2f× %7d MiB %7d MiB", row.clientMilliseconds, row.rawMilliseconds, row.ratio, row.clientPeakMiB, row.rawPeakMiB))")
+}
+
+print("workload                                       PostgresClient        raw libpq   ratio   peak (A)   peak (B)")
+for workload in makeWorkloads(client: connection, raw: raw, rows: rows) {
+    var clientTimes: [Double] = []
+    var rawTimes: [Double] = []
+    var clientPeak = 0
+    var rawPeak = 0
+    for _ in 0..<runs {
+        try await workload.prepare()
+        var peak = measurePeak()
+        var start = ContinuousClock.now
+        try await workload.client()
+        clientTimes.append(milliseconds(ContinuousClock.now - start))
+        clientPeak = max(clientPeak, peak())
+
+        try await workload.prepare()
+        peak = measurePeak()
+        start = ContinuousClock.now
+        try workload.raw()
+        rawTimes.append(milliseconds(ContinuousClock.now - start))
+        rawPeak = max(rawPeak, peak())
+    }
+    let row = Row(workload: workload.name, clientMilliseconds: median(clientTimes), rawMilliseconds: median(rawTimes),
+                  ratio: median(clientTimes) / median(rawTimes), clientPeakMiB: clientPeak, rawPeakMiB: rawPeak)
+    report.append(row)
+    printRow(row)
+}
+
+// Cancel latency: from the cancel request to the statement's 57014 error, connection reused after each.
+final class CancelClock: @unchecked Sendable {
+    var requestedAt = ContinuousClock.now
+    var cancel: OpaquePointer?
+}
+var clientLatencies: [Double] = []
+var rawLatencies: [Double] = []
+for _ in 0..<cancelRuns {
+    let sleeping = Task { try await connection.query("SELECT pg_sleep(10)") }
+    try await Task.sleep(for: .milliseconds(200))
+    let requested = ContinuousClock.now
+    sleeping.cancel()
+    do {
+        _ = try await sleeping.value
+        throw BenchmarkError("PostgresClient: pg_sleep was not cancelled")
+    } catch let error as PostgresError where error.sqlState == .queryCanceled {
+        clientLatencies.append(milliseconds(ContinuousClock.now - requested))
+    }
+    let answer = try await connection.query("SELECT 42")[0].decode(Int32.self, at: 0)
+    precondition(answer == 42)
+
+    guard PQsendQuery(raw.handle, "SELECT pg_sleep(10)") == 1 else { throw BenchmarkError("raw send") }
+    let clock = CancelClock()
+    clock.cancel = PQgetCancel(raw.handle)
+    let canceller = Thread { [clock] in
+        Thread.sleep(forTimeInterval: 0.2)
+        clock.requestedAt = ContinuousClock.now
+        var message = [CChar](repeating: 0, count: 256)
+        _ = PQcancel(clock.cancel, &message, 256)
+    }
+    canceller.start()
+    var erroredAt: ContinuousClock.Instant?
+    while let result = PQgetResult(raw.handle) {
+        if PQresultStatus(result) == PGRES_FATAL_ERROR && erroredAt == nil { erroredAt = ContinuousClock.now }
+        PQclear(result)
+    }
+    while !canceller.isFinished { try await Task.sleep(for: .milliseconds(1)) }
+    PQfreeCancel(clock.cancel)
+    rawLatencies.append(milliseconds(erroredAt! - clock.requestedAt))
+    try raw.exec("SELECT 42")
+}
+func percentile99(_ values: [Double]) -> Double {
+    let sorted = values.sorted()
+    return sorted[min(sorted.count - 1, Int((0.99 * Double(sorted.count)).rounded(.up)) - 1)]
+}
+for (label, client, rawValue) in [("cancel pg_sleep: median latency", median(clientLatencies), median(rawLatencies)),
+                                  ("cancel pg_sleep: p99 latency", percentile99(clientLatencies), percentile99(rawLatencies))] {
+    let row = Row(workload: "\(label) (\(cancelRuns) runs)", clientMilliseconds: client, rawMilliseconds: rawValue,
+                  ratio: client / rawValue, clientPeakMiB: 0, rawPeakMiB: 0)
+    report.append(row)
+    printRow(row)
+}
+
+if let jsonPath {
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+    try encoder.encode(report).write(to: URL(fileURLWithPath: jsonPath))
+    print("\nwrote \(jsonPath)")
+}
+await connection.close()
