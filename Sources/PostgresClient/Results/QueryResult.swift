@@ -44,12 +44,13 @@ public struct QueryResult: Sendable, RandomAccessCollection {
 
 /// Owns the `PGresult`s behind a ``QueryResult``: one for a plain result, one per row for
 /// a batch read in single-row mode.
+@usableFromInline
 final class ResultStorage: @unchecked Sendable {
     let handles: [OpaquePointer]
     let rowsPerHandle: Bool
     let rowCount: Int
-    let columns: ColumnSet
-    let statement: String
+    @usableFromInline let columns: ColumnSet
+    @usableFromInline let statement: String
 
     init(handle: OpaquePointer, statement: String) {
         handles = [handle]
@@ -85,11 +86,12 @@ final class ResultStorage: @unchecked Sendable {
 }
 
 /// Names, types and formats of a result's columns, read once per result.
+@usableFromInline
 final class ColumnSet: @unchecked Sendable {
-    let count: Int
+    @usableFromInline let count: Int
     let names: [String]
-    let types: [PostgresType]
-    let formats: [PostgresFormat]
+    @usableFromInline let types: [PostgresType]
+    @usableFromInline let formats: [PostgresFormat]
 
     init(_ handle: OpaquePointer) {
         count = Int(PQnfields(handle))

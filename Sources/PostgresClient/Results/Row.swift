@@ -9,9 +9,16 @@ import CLibPQ
 /// }
 /// ```
 public struct Row: @unchecked Sendable {  // `handle` belongs to the immutable `storage`.
-    let storage: ResultStorage
-    let handle: OpaquePointer
-    let row: Int32
+    @usableFromInline let storage: ResultStorage
+    @usableFromInline let handle: OpaquePointer
+    @usableFromInline let row: Int32
+
+    @usableFromInline
+    init(storage: ResultStorage, handle: OpaquePointer, row: Int32) {
+        self.storage = storage
+        self.handle = handle
+        self.row = row
+    }
 
     /// The number of columns.
     public var count: Int { storage.columns.count }
@@ -22,13 +29,12 @@ public struct Row: @unchecked Sendable {  // `handle` belongs to the immutable `
     }
 
     /// Decodes the value of the column at `column` (0-based).
-    @inline(__always)
+    ///
+    /// Inlinable, so that it is specialized for `Value` in the caller: the per-row path
+    /// then runs no generic dispatch.
+    @inlinable
     public func decode<Value: PostgresDecodable>(_ type: Value.Type = Value.self, at column: Int) throws -> Value {
-        guard column >= 0 && column < storage.columns.count else {
-            throw PostgresError(
-                .misuse, message: "column index \(column) is out of range: the result has \(storage.columns.count) columns",
-                statement: storage.statement)
-        }
+        guard column >= 0 && column < storage.columns.count else { throw columnOutOfRange(column) }
         let index = Int32(column)
         do {
             if PQgetisnull(handle, row, index) != 0 { return try Value.decodeNull() }
@@ -53,13 +59,22 @@ public struct Row: @unchecked Sendable {  // `handle` belongs to the immutable `
     }
 
     /// Decodes the first columns as a tuple: `row.decode((Int64, String?).self)`.
+    @inlinable
     public func decode<each Value: PostgresDecodable>(_ types: (repeat each Value).Type) throws -> (repeat each Value) {
         var column = 0
-        func next<V: PostgresDecodable>(_: V.Type) throws -> V {
-            defer { column += 1 }
-            return try decode(V.self, at: column)
-        }
-        return (repeat try next((each Value).self))
+        return (repeat try decodeNext((each Value).self, column: &column))
+    }
+
+    @inlinable @inline(__always)
+    func decodeNext<Value: PostgresDecodable>(_ type: Value.Type, column: inout Int) throws -> Value {
+        defer { column += 1 }
+        return try decode(Value.self, at: column)
+    }
+
+    @usableFromInline
+    func columnOutOfRange(_ column: Int) -> PostgresError {
+        PostgresError(.misuse, message: "column index \(column) is out of range: the result has \(storage.columns.count) columns",
+                      statement: storage.statement)
     }
 
     /// The raw bytes of a column, or nil for NULL, valid as long as the row's result lives.
@@ -69,7 +84,8 @@ public struct Row: @unchecked Sendable {  // `handle` belongs to the immutable `
         return try body(UnsafeRawBufferPointer(start: PQgetvalue(handle, row, index), count: Int(PQgetlength(handle, row, index))))
     }
 
-    private func decodingError<Value>(_ error: PostgresDecodingError, column: Int, as: Value.Type) -> PostgresError {
+    @usableFromInline
+    func decodingError<Value>(_ error: PostgresDecodingError, column: Int, as: Value.Type) -> PostgresError {
         let name = storage.columns.names[column]
         let type = storage.columns.types[column]
         let message: String
