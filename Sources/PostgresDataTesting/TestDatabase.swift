@@ -84,9 +84,7 @@ private enum DroppedAtExit {
             return list
         }
         for (name, server) in all {
-            let conninfo = server.parameters.map { "\($0.key)='\($0.value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "'", with: "\\'"))'" }
-                .joined(separator: " ")
-            guard let connection = PQconnectdb(conninfo) else { continue }
+            guard let connection = PQconnectdb(server.connectionString()) else { continue }
             if PQstatus(connection) == CONNECTION_OK {
                 PQclear(PQexec(connection, "DROP DATABASE IF EXISTS \(quoteIdentifier(name)) WITH (FORCE)"))
             }

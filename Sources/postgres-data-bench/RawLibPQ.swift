@@ -8,10 +8,7 @@ final class RawConnection {
     let handle: OpaquePointer
 
     init(_ configuration: Configuration) throws {
-        let conninfo = configuration.parameters.map { key, value in
-            "\(key)='\(value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "'", with: "\\'"))'"
-        }.joined(separator: " ")
-        guard let handle = PQconnectdb(conninfo), PQstatus(handle) == CONNECTION_OK else {
+        guard let handle = PQconnectdb(configuration.connectionString()), PQstatus(handle) == CONNECTION_OK else {
             throw BenchmarkError("raw libpq could not connect")
         }
         self.handle = handle

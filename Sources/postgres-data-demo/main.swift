@@ -69,9 +69,7 @@ fetchBar.finish("fetched \(fetched.formatted()) rows in \(batches) batches (sum 
 if let psql = ["/usr/bin/psql", "/usr/local/bin/psql"].first(where: { FileManager.default.isExecutableFile(atPath: $0) }) {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: psql)
-    var keywords = database.parameters.map { "\($0.key)='\($0.value)'" }.joined(separator: " ")
-    keywords += " application_name=psql"
-    process.arguments = ["-X", "-q", "-d", keywords, "-c", "COPY (SELECT id, name, created_at, done, weight FROM items) TO STDOUT"]
+    process.arguments = ["-X", "-q", "-d", database.connectionString(), "-c", "COPY (SELECT id, name, created_at, done, weight FROM items) TO STDOUT"]
     process.standardOutput = FileHandle.nullDevice
     let psqlStart = ContinuousClock.now
     try process.run()

@@ -1,3 +1,4 @@
+import CLibPQ
 import Foundation
 import PostgresClient
 import Testing
@@ -86,5 +87,22 @@ struct ConfigurationTests {
         #expect(error?.kind == .connectionFailed)
         #expect(error?.sqlState == .invalidCatalogName)
         #expect(error?.message.contains("no_such_database_here") == true)
+    }
+
+    @Test func connectionStringParsesBackInLibpq() throws {
+        let configuration = try Configuration(keywords: ["host": "/tmp/a b", "user": "o'neil", "password": "p\\a's s", "dbname": "db"])
+        var message: UnsafeMutablePointer<CChar>?
+        let options = try #require(PQconninfoParse(configuration.connectionString(), &message))
+        defer { PQconninfoFree(options) }
+        var parsed: [String: String] = [:]
+        var cursor = options
+        while let keyword = cursor.pointee.keyword {
+            if let value = cursor.pointee.val { parsed[String(cString: keyword)] = String(cString: value) }
+            cursor += 1
+        }
+        #expect(parsed["host"] == "/tmp/a b")
+        #expect(parsed["user"] == "o'neil")
+        #expect(parsed["password"] == "p\\a's s")
+        #expect(parsed["dbname"] == "db")
     }
 }

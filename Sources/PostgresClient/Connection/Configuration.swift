@@ -95,6 +95,14 @@ public struct Configuration: Sendable, CustomStringConvertible {
 
     var redactedURL: String { url(redactingPassword: true) }
 
+    /// The configuration as a libpq connection string (`host='…' dbname='…'`), for tools
+    /// such as `psql` or code that calls libpq itself. It contains the password: never log it.
+    public func connectionString() -> String {
+        parameters.sorted { $0.key < $1.key }.map { key, value in
+            "\(key)='\(value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "'", with: "\\'"))'"
+        }.joined(separator: " ")
+    }
+
     /// Removes the password from a message that might echo it (libpq's own messages do not,
     /// but a server's or a proxy's might).
     func redact(_ message: String) -> String {

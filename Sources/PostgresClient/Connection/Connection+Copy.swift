@@ -32,13 +32,7 @@ public struct CopyWriter: ~Copyable {
         }
         buffer.writeInteger(Int16(count))
         for value in repeat each values {
-            if value.isPostgresNull {
-                buffer.writeInteger(Int32(-1))
-            } else {
-                let length = buffer.reserveLength()
-                try value.encode(into: &buffer)
-                buffer.finishLength(at: length)
-            }
+            try buffer.writeLengthPrefixed(value)
         }
         rowCount += 1
         if buffer.count >= Self.flushThreshold { try flush() }

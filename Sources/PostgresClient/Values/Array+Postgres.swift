@@ -11,13 +11,7 @@ extension Array: PostgresEncodable where Element: PostgresArrayElement {
         buffer.writeInteger(Int32(count))
         buffer.writeInteger(Int32(1))  // lower bound
         for element in self {
-            if element.isPostgresNull {
-                buffer.writeInteger(Int32(-1))
-            } else {
-                let length = buffer.reserveLength()
-                try element.encode(into: &buffer)
-                buffer.finishLength(at: length)
-            }
+            try buffer.writeLengthPrefixed(element)
         }
     }
 }

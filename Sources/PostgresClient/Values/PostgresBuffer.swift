@@ -29,6 +29,18 @@ public struct PostgresBuffer: Sendable {
         string.withUTF8 { bytes.append(contentsOf: $0) }
     }
 
+    /// Writes a value as COPY rows and array elements hold it: its length, then its bytes
+    /// (length -1 and no bytes for NULL).
+    mutating func writeLengthPrefixed<Value: PostgresEncodable>(_ value: Value) throws {
+        if value.isPostgresNull {
+            writeInteger(Int32(-1))
+            return
+        }
+        let length = reserveLength()
+        try value.encode(into: &self)
+        finishLength(at: length)
+    }
+
     /// Writes a 4-byte length placeholder and returns where it is, for ``finishLength(at:)``.
     mutating func reserveLength() -> Int {
         let at = bytes.count
