@@ -51,7 +51,8 @@ struct ConfigurationTests {
 
     @Test func malformedURLErrorsHideThePassword() {
         for url in ["postgres://me:hunter2secret@host:notaport/db", "postgres://me:hunter2secret@host/db?bogus=1",
-                    "postgres://me:hunter2%zzsecret@host/db"] {
+                    "postgres://me:hunter2%zzsecret@host/db", "postgres://me@host:bad/db?password=hunter2secret&sslmode",
+                    "postgres://me@host/db?password=hunter2secret&sslmode"] {
             do {
                 _ = try Configuration(url: url)
                 Issue.record("\(url) was accepted")

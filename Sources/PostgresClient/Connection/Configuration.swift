@@ -287,13 +287,20 @@ private struct URLParser {
                       hint: "Expected postgres://user:password@host:port/database?option=value")
     }
 
-    /// The URL with whatever sits between "user:" and "@" replaced, even if the URL is malformed.
+    /// The URL with the password masked, wherever it is (`user:…@`, `?password=…`), even
+    /// if the URL is malformed.
     private var redacted: String {
         guard let schemeEnd = text.range(of: "://") else { return "(not shown)" }
+        var result = text
         let rest = text[schemeEnd.upperBound...]
-        guard let at = rest.lastIndex(of: "@") else { return text }
-        let userInfo = rest[..<at]
-        guard let colon = userInfo.firstIndex(of: ":") else { return text }
-        return String(text[..<colon]) + ":***" + String(text[at...])
+        if let at = rest.lastIndex(of: "@"), let colon = rest[..<at].firstIndex(of: ":") {
+            result = String(text[..<colon]) + ":***" + String(text[at...])
+        }
+        while let key = result.range(of: "password=", options: .caseInsensitive),
+              !result[key.upperBound...].hasPrefix("***") {
+            let end = result[key.upperBound...].firstIndex(of: "&") ?? result.endIndex
+            result.replaceSubrange(key.upperBound..<end, with: "***")
+        }
+        return result
     }
 }
