@@ -71,7 +71,7 @@ struct ConfigurationTests {
     }
 
     @Test func refusedConnectionIsAClearErrorWithoutThePassword() async throws {
-        // A port nothing listens on: bind one, close it, use it.
+        // Port 1 on loopback: privileged, and nothing listens there.
         let error = await capturePostgresError {
             _ = try await Connection.connect(url: "postgres://me:topsecretpw@127.0.0.1:1/db?connect_timeout=5")
         }

@@ -58,8 +58,8 @@ extension Connection {
             let handle = try readyHandle()
             try begin(token)
             defer { end(token) }
-            cursorCounter += 1
-            let name = "pd_statement_\(cursorCounter)"
+            statementCounter += 1
+            let name = "pd_statement_\(statementCounter)"
             let oids = parameterTypes.map(\.oid)
             let sent = oids.withUnsafeBufferPointer {
                 PQsendPrepare(handle, name, sql, Int32(oids.count), oids.isEmpty ? nil : $0.baseAddress)

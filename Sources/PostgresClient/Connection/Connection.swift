@@ -41,6 +41,7 @@ public actor Connection {
     var handle: OpaquePointer?
     var savepointCounter = 0
     var cursorCounter = 0
+    var statementCounter = 0
     /// The stream that owns the connection's state: a single-row statement in flight, or a
     /// cursor in a transaction the stream opened. Another statement ends it first.
     var activeStream: StreamState?
