@@ -1,4 +1,5 @@
 // swift-tools-version: 6.1
+import CompilerPluginSupport
 import PackageDescription
 
 let package = Package(
@@ -6,6 +7,7 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .library(name: "PostgresClient", targets: ["PostgresClient"]),
+        .library(name: "PostgresData", targets: ["PostgresData"]),
         .library(name: "PostgresDataTesting", targets: ["PostgresDataTesting"]),
         .executable(name: "postgres-data-demo", targets: ["postgres-data-demo"]),
         .executable(name: "postgres-data-bench", targets: ["postgres-data-bench"]),
@@ -13,6 +15,7 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-collections.git", from: "1.6.0"),
+        .package(url: "https://github.com/swiftlang/swift-syntax.git", from: "603.0.1"),
     ],
     targets: [
         .systemLibrary(
@@ -28,6 +31,23 @@ let package = Package(
                 .product(name: "DequeModule", package: "swift-collections"),
             ]
         ),
+        .macro(
+            name: "PostgresDataMacros",
+            dependencies: [
+                .product(name: "SwiftSyntax", package: "swift-syntax"),
+                .product(name: "SwiftSyntaxMacros", package: "swift-syntax"),
+                .product(name: "SwiftCompilerPlugin", package: "swift-syntax"),
+            ]
+        ),
+        .target(
+            name: "PostgresData",
+            dependencies: [
+                "PostgresClient",
+                "PostgresDataMacros",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "OrderedCollections", package: "swift-collections"),
+            ]
+        ),
         .target(
             name: "PostgresDataTesting",
             dependencies: ["PostgresClient", "CLibPQ"]
@@ -38,11 +58,22 @@ let package = Package(
         ),
         .executableTarget(
             name: "postgres-data-bench",
-            dependencies: ["PostgresClient", "PostgresDataTesting", "CLibPQ"]
+            dependencies: ["PostgresData", "PostgresClient", "PostgresDataTesting", "CLibPQ"]
         ),
         .testTarget(
             name: "PostgresClientTests",
             dependencies: ["PostgresClient", "PostgresDataTesting", "CLibPQ"]
+        ),
+        .testTarget(
+            name: "PostgresDataTests",
+            dependencies: ["PostgresData", "PostgresClient", "PostgresDataTesting"]
+        ),
+        .testTarget(
+            name: "PostgresDataMacrosTests",
+            dependencies: [
+                "PostgresDataMacros",
+                .product(name: "SwiftSyntaxMacrosTestSupport", package: "swift-syntax"),
+            ]
         ),
         .testTarget(
             name: "PostgresDataTestingTests",

@@ -8,13 +8,13 @@ extension PostgresCell {
             case (.int8, 8): return loadBigEndian(Int64.self)
             case (.int4, 4): return Int64(loadBigEndian(Int32.self))
             case (.int2, 2): return Int64(loadBigEndian(Int16.self))
-            case (.oidType, 4): return Int64(loadBigEndian(UInt32.self))
-            case (.int8, _), (.int4, _), (.int2, _), (.oidType, _):
+            case (.oidType, 4), (.xid, 4): return Int64(loadBigEndian(UInt32.self))
+            case (.int8, _), (.int4, _), (.int2, _), (.oidType, _), (.xid, _):
                 throw .malformed("\(type) of \(bytes.count) bytes")
             default: throw .typeMismatch
             }
         case .text:
-            guard type == .int8 || type == .int4 || type == .int2 || type == .oidType else { throw .typeMismatch }
+            guard type == .int8 || type == .int4 || type == .int2 || type == .oidType || type == .xid else { throw .typeMismatch }
             guard let value = Int64(string) else { throw .malformed("integer text \"\(string)\"") }
             return value
         }

@@ -43,6 +43,19 @@ public struct PostgresBindings: Sendable {
         lengths.append(Int32(buffer.count - start))
     }
 
+    /// Appends a parameter whose type is known only at run time: `encode` writes its binary
+    /// form (without a length prefix). Generic layers use it for values of a model's types.
+    public mutating func append(type: PostgresType, encoding encode: (inout PostgresBuffer) throws -> Void) throws {
+        types.append(type.oid)
+        let start = buffer.count
+        try encode(&buffer)
+        guard buffer.count - start <= Int32.max, buffer.count <= Int32.max else {
+            throw PostgresError(.encoding, message: "parameter \(count + 1) is larger than 2 GiB")
+        }
+        offsets.append(Int32(start))
+        lengths.append(Int32(buffer.count - start))
+    }
+
     /// Appends NULL of the given type (or of a type the server infers).
     public mutating func appendNull(_ type: PostgresType = .unspecified) {
         types.append(type.oid)

@@ -31,7 +31,7 @@ public struct PostgresBuffer: Sendable {
 
     /// Writes a value as COPY rows and array elements hold it: its length, then its bytes
     /// (length -1 and no bytes for NULL).
-    mutating func writeLengthPrefixed<Value: PostgresEncodable>(_ value: Value) throws {
+    package mutating func writeLengthPrefixed<Value: PostgresEncodable>(_ value: Value) throws {
         if value.isPostgresNull {
             writeInteger(Int32(-1))
             return
@@ -42,14 +42,14 @@ public struct PostgresBuffer: Sendable {
     }
 
     /// Writes a 4-byte length placeholder and returns where it is, for ``finishLength(at:)``.
-    mutating func reserveLength() -> Int {
+    package mutating func reserveLength() -> Int {
         let at = bytes.count
         bytes.append(contentsOf: [0, 0, 0, 0])
         return at
     }
 
     /// Fills in a placeholder from ``reserveLength()`` with the number of bytes written since.
-    mutating func finishLength(at position: Int) {
+    package mutating func finishLength(at position: Int) {
         let length = UInt32(bytes.count - position - 4)
         bytes[position] = UInt8(truncatingIfNeeded: length >> 24)
         bytes[position + 1] = UInt8(truncatingIfNeeded: length >> 16)

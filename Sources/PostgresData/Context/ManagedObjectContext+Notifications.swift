@@ -1,0 +1,208 @@
+import Foundation
+import PostgresClient
+
+/// What a save changed, as `Sendable` sets of object IDs: the payload of the did-save
+/// notification, and what another context merges.
+///
+/// Core Data equivalent: the `userInfo` of `NSManagedObjectContextDidSave`.
+public struct ContextDidSave: Sendable, Hashable {
+    /// Objects inserted by the save (their permanent IDs).
+    public var insertedObjectIDs: Set<ManagedObjectID>
+    /// Objects updated by the save.
+    public var updatedObjectIDs: Set<ManagedObjectID>
+    /// Objects deleted by the save.
+    public var deletedObjectIDs: Set<ManagedObjectID>
+    /// The name of the context that saved.
+    public var contextName: String?
+
+    public init(insertedObjectIDs: Set<ManagedObjectID> = [], updatedObjectIDs: Set<ManagedObjectID> = [],
+                deletedObjectIDs: Set<ManagedObjectID> = [], contextName: String? = nil) {
+        self.insertedObjectIDs = insertedObjectIDs
+        self.updatedObjectIDs = updatedObjectIDs
+        self.deletedObjectIDs = deletedObjectIDs
+        self.contextName = contextName
+    }
+}
+
+/// Changes of a context's objects since the last notification (inserted, updated,
+/// deleted, refreshed), as object IDs.
+///
+/// Core Data equivalent: the `userInfo` of `NSManagedObjectContextObjectsDidChange`.
+public struct ContextObjectsDidChange: Sendable, Hashable {
+    public var insertedObjectIDs: Set<ManagedObjectID>
+    public var updatedObjectIDs: Set<ManagedObjectID>
+    public var deletedObjectIDs: Set<ManagedObjectID>
+    public var refreshedObjectIDs: Set<ManagedObjectID>
+}
+
+/// One notification of a context.
+public enum ContextNotification: Sendable, Hashable {
+    /// Objects changed (posted when the context processes pending changes: at the end of each
+    /// `perform` block and before a save).
+    case objectsDidChange(ContextObjectsDidChange)
+    /// A save is about to validate and write.
+    case willSave(contextName: String?)
+    /// A save finished.
+    case didSave(ContextDidSave)
+}
+
+/// The keys of a change dictionary for ``ManagedObjectContext/mergeChanges(fromRemoteContextSave:into:)``.
+public enum ChangeKey: String, Sendable, Hashable {
+    case inserted, updated, deleted
+}
+
+extension ManagedObjectContext {
+    /// Posted to `NotificationCenter.default` with the context as object after objects changed;
+    /// `userInfo["changes"]` is a ``ContextObjectsDidChange``.
+    public static let objectsDidChangeNotification = Notification.Name("PostgresDataObjectsDidChange")
+    /// Posted before a save; the context is the object.
+    public static let willSaveObjectsNotification = Notification.Name("PostgresDataWillSaveObjects")
+    /// Posted after a save; `userInfo["changes"]` is a ``ContextDidSave``.
+    public static let didSaveObjectsNotification = Notification.Name("PostgresDataDidSaveObjects")
+
+    /// The context's notifications as an async sequence (objects-did-change, will-save,
+    /// did-save), from now until the sequence is dropped.
+    public func notifications() -> AsyncStream<ContextNotification> {
+        notificationHub.subscribe()
+    }
+
+    /// The did-save notifications only.
+    public func didSaveNotifications() -> AsyncCompactMapSequence<AsyncStream<ContextNotification>, ContextDidSave> {
+        notifications().compactMap { if case .didSave(let payload) = $0 { payload } else { nil } }
+    }
+
+    /// Posts an objects-did-change notification for the changes made since the last one.
+    /// Core Data equivalent: `processPendingChanges()`.
+    public func processPendingChanges() {
+        guard !pendingChanges.isEmpty else { return }
+        let changes = ContextObjectsDidChange(
+            insertedObjectIDs: pendingChanges.inserted, updatedObjectIDs: pendingChanges.updated,
+            deletedObjectIDs: pendingChanges.deleted, refreshedObjectIDs: pendingChanges.refreshed)
+        pendingChanges = PendingChanges()
+        notificationHub.post(.objectsDidChange(changes))
+        NotificationCenter.default.post(name: Self.objectsDidChangeNotification, object: self, userInfo: ["changes": changes])
+    }
+
+    func didSave(_ payload: ContextDidSave) {
+        notificationHub.post(.didSave(payload))
+        NotificationCenter.default.post(name: Self.didSaveObjectsNotification, object: self, userInfo: ["changes": payload])
+        for child in notificationHub.children() where child.automaticallyMergesChangesFromParent {
+            child.enqueueMerge(payload)
+        }
+    }
+
+    func enqueueMerge(_ payload: ContextDidSave) {
+        queue.async {
+            self.mergeChanges(fromContextDidSave: payload)
+            self.processPendingChanges()
+        }
+    }
+
+    /// Merges another context's save into this one: updated objects registered here get the
+    /// new committed values (keeping their own unsaved changes), deleted ones leave.
+    /// Call it on this context's queue.
+    ///
+    /// Core Data equivalent: `mergeChanges(fromContextDidSave:)`.
+    public func mergeChanges(fromContextDidSave payload: ContextDidSave) {
+        assertOnQueue()
+        let cache = persistentStoreCoordinator.rowCache
+        for id in payload.updatedObjectIDs {
+            guard let object = registered[id], !object.isFaultStorage else { continue }
+            if parent == nil, let snapshot = cache.snapshot(for: id) {
+                if snapshot.version != object.snapshot?.version {
+                    rebase(object, onto: snapshot, values: snapshot.values, keepLocalChanges: true)
+                }
+            } else if object.hasChanges {
+                refresh(object, mergeChanges: true)
+            } else {
+                turnIntoFault(object)
+            }
+            object.relationshipSets = object.relationshipSets.filter { !$0.value.added.isEmpty || !$0.value.removed.isEmpty }
+            pendingChanges.refreshed.insert(id)
+        }
+        // To-many views of objects related to inserted or deleted ones are reloaded on demand.
+        if !payload.insertedObjectIDs.isEmpty || !payload.deletedObjectIDs.isEmpty {
+            for object in registered.values where !object.relationshipSets.isEmpty && !object.hasChanges {
+                object.relationshipSets = [:]
+            }
+        }
+        for id in payload.deletedObjectIDs {
+            guard let object = registered[id] else { continue }
+            forgetDeleted(object)
+        }
+    }
+
+    /// Merges changes known only as IDs (from another process, a batch request, a
+    /// notification) into `contexts`: updated objects are refreshed from the database on
+    /// their next access, deleted ones leave the contexts.
+    ///
+    /// Core Data equivalent: `NSManagedObjectContext.mergeChanges(fromRemoteContextSave:into:)`.
+    public static func mergeChanges(fromRemoteContextSave changes: [ChangeKey: Set<ManagedObjectID>],
+                                    into contexts: [ManagedObjectContext]) {
+        let updated = changes[.updated] ?? []
+        let deleted = changes[.deleted] ?? []
+        for context in contexts {
+            context.persistentStoreCoordinator.rowCache.remove(updated)
+            context.performAndWait {
+                for id in updated {
+                    guard let object = context.registered[id], !object.isFaultStorage else { continue }
+                    if object.hasChanges {
+                        context.refresh(object, mergeChanges: true)
+                    } else {
+                        context.turnIntoFault(object)
+                    }
+                    context.pendingChanges.refreshed.insert(id)
+                }
+                for id in deleted {
+                    guard let object = context.registered[id] else { continue }
+                    context.forgetDeleted(object)
+                }
+                context.processPendingChanges()
+            }
+        }
+    }
+}
+
+/// Subscribers of a context's notifications, and its child contexts.
+final class NotificationHub: Sendable {
+    private struct State {
+        var subscribers: [UInt64: AsyncStream<ContextNotification>.Continuation] = [:]
+        var next: UInt64 = 0
+        var children: [ManagedObjectContextBox] = []
+    }
+
+    private let state = Locked(State())
+
+    func subscribe() -> AsyncStream<ContextNotification> {
+        let (stream, continuation) = AsyncStream<ContextNotification>.makeStream(bufferingPolicy: .unbounded)
+        let id = state.withLock { state in
+            state.next += 1
+            state.subscribers[state.next] = continuation
+            return state.next
+        }
+        continuation.onTermination = { [weak self] _ in
+            self?.state.withLock { _ = $0.subscribers.removeValue(forKey: id) }
+        }
+        return stream
+    }
+
+    func post(_ notification: ContextNotification) {
+        for continuation in state.withLock({ Array($0.subscribers.values) }) { continuation.yield(notification) }
+    }
+
+    func addChild(_ context: ManagedObjectContext) {
+        state.withLock { state in
+            state.children.removeAll { $0.context == nil }
+            state.children.append(ManagedObjectContextBox(context))
+        }
+    }
+
+    func children() -> [ManagedObjectContext] {
+        state.withLock { $0.children.compactMap(\.context) }
+    }
+}
+
+final class ManagedObjectContextBox: @unchecked Sendable {
+    weak var context: ManagedObjectContext?
+    init(_ context: ManagedObjectContext) { self.context = context }
+}

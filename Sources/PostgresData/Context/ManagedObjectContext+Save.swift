@@ -1,0 +1,331 @@
+import PostgresClient
+
+extension ManagedObjectContext {
+    /// Writes the context's changes: to the database in one transaction for a root context,
+    /// into the parent for a child context.
+    ///
+    /// Core Data equivalent: `save()`. Before anything is written every inserted, updated and
+    /// deleted object is validated, and all failures are thrown together. The transaction
+    /// inserts each entity's new rows in one `INSERT … SELECT FROM unnest(…)`, updates rows
+    /// in one version-checked `UPDATE … FROM unnest(…)` per entity and set of changed
+    /// columns, and deletes in one version-checked `DELETE … USING unnest(…)` per entity.
+    /// Rows changed underneath are resolved by ``mergePolicy``. When the save throws, the
+    /// database is unchanged and the context still holds every change, to fix and retry.
+    public func save() throws {
+        assertOnQueue()
+        processPendingChanges()
+        if let error = recordedErrors.first {
+            recordedErrors = []
+            throw error
+        }
+        guard hasChanges else { return }
+        notificationHub.post(.willSave(contextName: name))
+        try validateChanges()
+        if let parent {
+            try save(into: parent)
+        } else {
+            try saveToStore()
+        }
+    }
+
+    /// Allocates permanent IDs for inserted objects now, before they are saved, in one round
+    /// trip for all of them (`nextval` of each entity's sequence).
+    ///
+    /// Core Data equivalent: `obtainPermanentIDs(for:)`. Pass the new IDs to other contexts
+    /// before saving, or keep child contexts' IDs stable across the parent's save.
+    public func obtainPermanentIDs(for objects: [ManagedObject]) throws {
+        assertOnQueue()
+        let temporary = objects.filter { $0.objectID.isTemporaryID && $0.managedObjectContext === self }
+        guard !temporary.isEmpty else { return }
+        try allocateKeys(for: temporary)
+        var map: [ManagedObjectID: ManagedObjectID] = [:]
+        for object in temporary {
+            let key = allocatedKeys.removeValue(forKey: ObjectIdentifier(object))!
+            map[object.objectID] = ManagedObjectID(entity: object.entity, primaryKey: key)
+        }
+        replaceIDs(map)
+    }
+
+    private func allocateKeys(for objects: [ManagedObject]) throws {
+        let needing = objects.filter { $0.objectID.isTemporaryID && allocatedKeys[ObjectIdentifier($0)] == nil }
+        guard !needing.isEmpty else { return }
+        var counts: [EntityDescription: Int] = [:]
+        var order: [EntityDescription] = []
+        for object in needing {
+            if counts[object.entity] == nil { order.append(object.entity) }
+            counts[object.entity, default: 0] += 1
+        }
+        let request = order.map { ($0, counts[$0]!) }
+        let coordinator = persistentStoreCoordinator
+        var keys = try runStore { try await coordinator.allocateKeys(request) }
+        for object in needing {
+            allocatedKeys[ObjectIdentifier(object)] = keys[object.entity]!.removeLast()
+        }
+    }
+
+    /// Validates every changed object; throws all failures at once.
+    private func validateChanges() throws {
+        var failures: [ValidationFailure] = []
+        func collect(_ body: () throws -> Void) throws {
+            do { try body() } catch PostgresDataError.validation(let found) { failures += found }
+        }
+        for object in insertedSet.values { try collect(object.validateForInsert) }
+        for object in updatedSet.values { try collect(object.validateForUpdate) }
+        for object in deletedSet.values { try collect(object.validateForDelete) }
+        if !failures.isEmpty { throw PostgresDataError.validation(failures) }
+    }
+
+    // MARK: Saving to the database
+
+    private func saveToStore() throws {
+        try allocateKeys(for: Array(insertedSet.values))
+        var permanent: [ManagedObjectID: ManagedObjectID] = [:]
+        for object in insertedSet.values {
+            if let key = allocatedKeys[ObjectIdentifier(object)] {
+                permanent[object.objectID] = ManagedObjectID(entity: object.entity, primaryKey: key)
+            }
+        }
+        let coordinator = persistentStoreCoordinator
+        for _ in 0..<10 {
+            let plan = try makePlan(permanent)
+            let outcome = try runStore { try await coordinator.execute(plan) }
+            switch outcome {
+            case .saved(let version):
+                finishSave(version: version ?? 0, permanent: permanent)
+                return
+            case .conflicts(let conflicts):
+                try resolve(conflicts)
+                if !hasChanges { return }
+            }
+        }
+        throw PostgresDataError.invalidRequest("the save kept meeting new conflicts after 10 attempts; other writers change these rows continuously")
+    }
+
+    private func makePlan(_ permanent: [ManagedObjectID: ManagedObjectID]) throws -> SavePlan {
+        func translate(_ values: [AttributeValue], of object: ManagedObject) throws -> [AttributeValue] {
+            var values = values
+            for index in object.entity.columnIndices {
+                guard case .object(let id) = values[index], id.isTemporaryID else { continue }
+                guard let replacement = permanent[id] else {
+                    throw PostgresDataError.invalidRequest("\(object.objectID).\(object.entity.properties[index].name) points at \(id), which is neither saved nor being inserted in this context")
+                }
+                values[index] = .object(replacement)
+            }
+            return values
+        }
+        func key(_ id: ManagedObjectID) -> Int64? { id.primaryKey ?? permanent[id]?.primaryKey }
+
+        var inserts: [SavePlan.Insert] = []
+        inserts.reserveCapacity(insertedSet.count)
+        for object in insertedSet.values {
+            inserts.append(SavePlan.Insert(entity: object.entity, key: key(object.objectID)!,
+                                           values: try translate(object.values, of: object)))
+        }
+        var updates: [SavePlan.Update] = []
+        for object in updatedSet.values {
+            let changed = object.entity.columnIndices.filter(object.changedProperties.contains)
+            updates.append(SavePlan.Update(entity: object.entity, key: object.objectID.primaryKey!,
+                                           version: object.snapshot?.version ?? 0,
+                                           values: try translate(object.values, of: object), changed: changed))
+        }
+        let deletes = deletedSet.values.map {
+            SavePlan.Delete(entity: $0.entity, key: $0.objectID.primaryKey!, version: $0.snapshot?.version ?? 0)
+        }
+        var joinInserts: [SavePlan.JoinChange] = []
+        var joinDeletes: [SavePlan.JoinChange] = []
+        for object in Array(insertedSet.values) + Array(updatedSet.values) {
+            for (index, set) in object.relationshipSets where !set.added.isEmpty || !set.removed.isEmpty {
+                guard case .joinTable(let table) = object.entity.storage(of: index), let source = key(object.objectID) else { continue }
+                for id in set.added where registered[id]?.isDeletedStorage != true {
+                    if let destination = key(id) { joinInserts.append(.init(table: table, source: source, destination: destination)) }
+                }
+                for id in set.removed {
+                    if let destination = key(id) { joinDeletes.append(.init(table: table, source: source, destination: destination)) }
+                }
+            }
+        }
+        return try SavePlan(inserts: inserts, updates: updates, deletes: deletes, joinInserts: joinInserts,
+                            joinDeletes: joinDeletes)
+    }
+
+    /// Applies the merge policy to rows that changed underneath; throws for `error`.
+    private func resolve(_ conflicts: [(ManagedObjectID, RowSnapshot?)]) throws {
+        let policy = mergePolicy
+        var unresolved: [MergeConflict] = []
+        for (id, current) in conflicts {
+            guard let object = registered[id] else { continue }
+            if policy.resolve(object, current: current, in: self) { continue }
+            func named(_ values: [AttributeValue]?) -> [String: AttributeValue] {
+                guard let values else { return [:] }
+                var result: [String: AttributeValue] = [:]
+                for index in object.entity.columnIndices { result[object.entity.properties[index].name] = values[index] }
+                return result
+            }
+            unresolved.append(MergeConflict(
+                objectID: id, cachedValues: named(object.snapshot?.values), objectValues: named(object.values),
+                databaseValues: current.map { named($0.values) }, cachedVersion: object.snapshot?.version ?? 0,
+                databaseVersion: current?.version))
+        }
+        if !unresolved.isEmpty { throw PostgresDataError.mergeConflict(unresolved) }
+    }
+
+    /// Removes an object whose row is gone from the context.
+    func forgetDeleted(_ object: ManagedObject) {
+        let key = ObjectIdentifier(object)
+        updatedSet[key] = nil
+        deletedSet[key] = nil
+        registered[object.objectID] = nil
+        object.isDeletedStorage = true
+        object.changedProperties.removeAll()
+        object.managedObjectContext = nil
+        pendingChanges.deleted.insert(object.objectID)
+    }
+
+    /// After the commit: permanent IDs, new snapshots, cleared change sets, notifications.
+    private func finishSave(version: UInt32, permanent: [ManagedObjectID: ManagedObjectID]) {
+        let coordinator = persistentStoreCoordinator
+        let inserted = Array(insertedSet.values)
+        let updated = Array(updatedSet.values)
+        let deleted = Array(deletedSet.values)
+        rebaseRelationshipSets()
+        replaceIDs(permanent)
+        var retained: [(ManagedObjectID, RowSnapshot)] = []
+        var refreshed: [(ManagedObjectID, RowSnapshot)] = []
+        retained.reserveCapacity(inserted.count)
+        for object in inserted {
+            let snapshot = RowSnapshot(values: object.values, version: version)
+            object.snapshot = snapshot
+            object.isInsertedStorage = false
+            object.changedProperties.removeAll()
+            object.rowCache = coordinator.rowCache
+            retained.append((object.objectID, snapshot))
+        }
+        for object in updated {
+            let snapshot = RowSnapshot(values: object.values, version: version)
+            object.snapshot = snapshot
+            object.changedProperties.removeAll()
+            if object.rowCache == nil {
+                object.rowCache = coordinator.rowCache
+                retained.append((object.objectID, snapshot))
+            } else {
+                refreshed.append((object.objectID, snapshot))
+            }
+        }
+        coordinator.rowCache.retain(retained)
+        coordinator.rowCache.update(refreshed)
+        coordinator.rowCache.remove(deleted.map(\.objectID))
+        for object in deleted {
+            registered[object.objectID] = nil
+            object.managedObjectContext = nil
+        }
+        insertedSet = [:]
+        updatedSet = [:]
+        deletedSet = [:]
+        allocatedKeys = [:]
+        pendingChanges = PendingChanges()
+        let payload = ContextDidSave(
+            insertedObjectIDs: Set(inserted.map(\.objectID)), updatedObjectIDs: Set(updated.map(\.objectID)),
+            deletedObjectIDs: Set(deleted.map(\.objectID)), contextName: name)
+        didSave(payload)
+        coordinator.didSave(payload, from: self)
+    }
+
+    /// Makes each loaded relationship's committed IDs what the context now sees, and clears
+    /// its pending join-table changes (they were written).
+    private func rebaseRelationshipSets() {
+        var rebased: [(ManagedObject, Int, [ManagedObjectID])] = []
+        for object in registered.values where !object.relationshipSets.isEmpty {
+            for index in object.relationshipSets.keys {
+                rebased.append((object, index, relatedIDs(of: object, at: index)))
+            }
+        }
+        for (object, index, ids) in rebased { object.relationshipSets[index] = RelationshipSet(ids: ids) }
+    }
+
+    /// Replaces object IDs everywhere in the context (temporary → permanent).
+    func replaceIDs(_ map: [ManagedObjectID: ManagedObjectID]) {
+        guard !map.isEmpty else { return }
+        for (old, new) in map {
+            guard let object = registered.removeValue(forKey: old) else { continue }
+            object.objectID = new
+            registered[new] = object
+        }
+        let entities = Set(map.keys.map(\.entity))
+        for object in registered.values {
+            let entity = object.entity
+            for index in entity.columnIndices where !object.values.isEmpty {
+                guard entity.properties[index].relationship != nil, entities.contains(entity.destination(of: index)),
+                      case .object(let id) = object.values[index], let replacement = map[id] else { continue }
+                object.values[index] = .object(replacement)
+            }
+            for (index, set) in object.relationshipSets {
+                guard entities.contains(entity.destination(of: index)) else { continue }
+                object.relationshipSets[index] = RelationshipSet(
+                    ids: set.ids.map { map[$0] ?? $0 }, added: Set(set.added.map { map[$0] ?? $0 }),
+                    removed: Set(set.removed.map { map[$0] ?? $0 }))
+            }
+        }
+    }
+
+    // MARK: Saving into the parent
+
+    private func save(into parent: ManagedObjectContext) throws {
+        struct Change {
+            var id: ManagedObjectID
+            var type: ManagedObject.Type
+            var values: [AttributeValue]
+            var changed: [Int]
+            var relationships: [Int: [ManagedObjectID]]
+        }
+        func change(_ object: ManagedObject, all: Bool) -> Change {
+            var relationships: [Int: [ManagedObjectID]] = [:]
+            for (index, set) in object.relationshipSets where !set.added.isEmpty || !set.removed.isEmpty {
+                if case .joinTable = object.entity.storage(of: index) { relationships[index] = relatedIDs(of: object, at: index) }
+            }
+            let changed = all ? object.entity.columnIndices : object.entity.columnIndices.filter(object.changedProperties.contains)
+            return Change(id: object.objectID, type: type(of: object), values: object.values, changed: changed,
+                          relationships: relationships)
+        }
+        let inserted = insertedSet.values.map { change($0, all: true) }
+        let updated = updatedSet.values.map { change($0, all: false) }
+        let deleted = deletedSet.values.map(\.objectID)
+        try parent.performAndWait { () throws in
+            for change in inserted {
+                let object = change.type.init(entity: change.id.entity, insertInto: nil)
+                object.objectID = change.id
+                object.values = change.values
+                parent.insert(object)
+            }
+            for change in updated {
+                let object = try parent.existingObject(with: change.id)
+                for index in change.changed { object.setPrimitiveValue(change.values[index], at: index) }
+            }
+            for change in inserted + updated {
+                let object = parent.object(with: change.id)
+                for (index, ids) in change.relationships {
+                    try parent.setRelatedObjects(ids.map { parent.object(with: $0) }, of: object, at: index)
+                }
+            }
+            for id in deleted { parent.delete(parent.object(with: id)) }
+        }
+        let insertedObjects = Array(insertedSet.values)
+        let updatedObjects = Array(updatedSet.values)
+        let deletedObjects = Array(deletedSet.values)
+        rebaseRelationshipSets()
+        for object in insertedObjects + updatedObjects {
+            object.snapshot = RowSnapshot(values: object.values, version: object.snapshot?.version ?? 0)
+            object.isInsertedStorage = false
+            object.changedProperties.removeAll()
+        }
+        for object in deletedObjects {
+            registered[object.objectID] = nil
+            object.managedObjectContext = nil
+        }
+        insertedSet = [:]
+        updatedSet = [:]
+        deletedSet = [:]
+        pendingChanges = PendingChanges()
+        didSave(ContextDidSave(insertedObjectIDs: Set(inserted.map(\.id)), updatedObjectIDs: Set(updated.map(\.id)),
+                               deletedObjectIDs: Set(deleted), contextName: name))
+    }
+}

@@ -1,0 +1,473 @@
+import Dispatch
+import Foundation
+import Logging
+import OrderedCollections
+import PostgresClient
+
+/// A scratchpad of managed objects: fetches them, tracks their changes, and saves those
+/// changes in one transaction.
+///
+/// Core Data equivalent: `NSManagedObjectContext`. Each context has its own queue: the main
+/// queue (``ConcurrencyType-swift.enum/mainQueue``, for a view or a server's request loop) or
+/// a private one (``ConcurrencyType-swift.enum/privateQueue``, for background work). Use its
+/// objects only inside ``perform(_:)`` or ``performAndWait(_:)``:
+///
+/// ```swift
+/// let background = container.newBackgroundContext()
+/// try await background.perform {
+///     let item = Item(context: background)
+///     item.name = "Buy milk"
+///     try background.save()          // INSERT … SELECT FROM unnest(…), one transaction
+/// }
+/// ```
+///
+/// The context itself is `Sendable` (its methods hop to its queue or must be called there);
+/// its objects are not, and cross between contexts only as ``ManagedObjectID``s.
+public final class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible {
+    /// Which queue a context runs its work on.
+    public enum ConcurrencyType: Sendable, Hashable {
+        /// The main queue (the main actor's thread).
+        case mainQueue
+        /// A serial queue of the context's own.
+        case privateQueue
+    }
+
+    /// The queue kind of the context.
+    public let concurrencyType: ConcurrencyType
+    /// The coordinator the context reads from and saves to (through its parent, if any).
+    public let persistentStoreCoordinator: PersistentStoreCoordinator
+    /// The parent context: a child's save goes into its parent, not the database.
+    public let parent: ManagedObjectContext?
+
+    let queue: DispatchQueue
+    private let queueKey = DispatchSpecificKey<ObjectIdentifier>()
+    let notificationHub = NotificationHub()
+
+    private struct Settings {
+        var name: String?
+        var mergePolicy: MergePolicy = .error
+        var automaticallyMergesChangesFromParent = false
+    }
+
+    private let settings = Locked(Settings())
+
+    // Confined to `queue`.
+    var registered: [ManagedObjectID: ManagedObject] = [:]
+    var insertedSet = OrderedDictionary<ObjectIdentifier, ManagedObject>()
+    var updatedSet = OrderedDictionary<ObjectIdentifier, ManagedObject>()
+    var deletedSet = OrderedDictionary<ObjectIdentifier, ManagedObject>()
+    var recordedErrors: [PostgresDataError] = []
+    var pendingChanges = PendingChanges()
+    /// Keys allocated for inserted objects by an earlier attempt to save.
+    var allocatedKeys: [ObjectIdentifier: Int64] = [:]
+
+    /// A context on its own queue (or the main queue) over `coordinator`.
+    public init(concurrencyType: ConcurrencyType, coordinator: PersistentStoreCoordinator) {
+        self.concurrencyType = concurrencyType
+        self.persistentStoreCoordinator = coordinator
+        self.parent = nil
+        self.queue = concurrencyType == .mainQueue ? .main : DispatchQueue(label: "PostgresData.context")
+        queue.setSpecific(key: queueKey, value: concurrencyType == .mainQueue ? ObjectIdentifier(DispatchQueue.main) : ObjectIdentifier(self))
+        coordinator.register(self)
+    }
+
+    /// A child context of `parent`: it reads through the parent and saves into it.
+    ///
+    /// Core Data equivalent: setting `parent` on a new context.
+    public init(concurrencyType: ConcurrencyType, parent: ManagedObjectContext) {
+        self.concurrencyType = concurrencyType
+        self.persistentStoreCoordinator = parent.persistentStoreCoordinator
+        self.parent = parent
+        self.queue = concurrencyType == .mainQueue ? .main : DispatchQueue(label: "PostgresData.context")
+        queue.setSpecific(key: queueKey, value: concurrencyType == .mainQueue ? ObjectIdentifier(DispatchQueue.main) : ObjectIdentifier(self))
+        parent.notificationHub.addChild(self)
+    }
+
+    /// A name for logs and error messages.
+    public var name: String? {
+        get { settings.withLock { $0.name } }
+        set { settings.withLock { $0.name = newValue } }
+    }
+
+    /// How a save resolves rows that changed underneath (default ``MergePolicy/error``).
+    public var mergePolicy: MergePolicy {
+        get { settings.withLock { $0.mergePolicy } }
+        set { settings.withLock { $0.mergePolicy = newValue } }
+    }
+
+    /// When true, saves of sibling contexts (or of the parent, for a child) are merged into
+    /// this context as they happen. Core Data equivalent: the property of the same name.
+    public var automaticallyMergesChangesFromParent: Bool {
+        get { settings.withLock { $0.automaticallyMergesChangesFromParent } }
+        set { settings.withLock { $0.automaticallyMergesChangesFromParent = newValue } }
+    }
+
+    public var description: String {
+        let kind = concurrencyType == .mainQueue ? "main queue" : "private queue"
+        if let name { return "\"\(name)\" (\(kind))" }
+        return "\(kind) context 0x\(String(UInt(bitPattern: ObjectIdentifier(self).hashValue), radix: 16))"
+    }
+
+    // MARK: Running work on the context's queue
+
+    /// True when the caller runs on this context's queue.
+    public var isOnQueue: Bool {
+        if concurrencyType == .mainQueue { return Thread.isMainThread }
+        return DispatchQueue.getSpecific(key: queueKey) == ObjectIdentifier(self)
+    }
+
+    /// Runs `block` on the context's queue and returns its result.
+    ///
+    /// Core Data equivalent: `perform(_:)` (the async form). The block runs after the work
+    /// already queued; it may use the context's objects, and returns only `Sendable` values
+    /// (object IDs, not objects).
+    public func perform<T: Sendable, E: Error>(_ block: @escaping @Sendable () throws(E) -> T) async throws(E) -> T {
+        let result: Result<T, E> = await withCheckedContinuation { continuation in
+            queue.async {
+                let result = Result<T, E> { () throws(E) -> T in try block() }
+                self.processPendingChanges()
+                continuation.resume(returning: result)
+            }
+        }
+        return try result.get()
+    }
+
+    /// Runs `block` on the context's queue and blocks the caller until it ends; runs it at
+    /// once when called on the queue already (nested calls are fine).
+    ///
+    /// Core Data equivalent: `performAndWait(_:)`. Do not call it from async code on a
+    /// cooperative thread; use ``perform(_:)`` there.
+    public func performAndWait<T, E: Error>(_ block: () throws(E) -> T) throws(E) -> T {
+        if isOnQueue { return try block() }
+        let result: Result<T, E> = queue.sync {
+            let result = Result<T, E> { () throws(E) -> T in try block() }
+            processPendingChanges()
+            return result
+        }
+        return try result.get()
+    }
+
+    @inline(__always)
+    func assertOnQueue() {
+        assert(isOnQueue, "a context's objects and methods are used on its queue only: wrap the call in perform { } or performAndWait { }")
+    }
+
+    /// Runs store work synchronously from the context's queue.
+    func runStore<T: Sendable>(_ operation: @escaping @Sendable () async throws -> T) throws -> T {
+        try BlockingBridge.run(operation)
+    }
+
+    // MARK: Registered objects
+
+    /// Every object registered in the context.
+    public var registeredObjects: Set<ManagedObject> { Set(registered.values) }
+
+    /// The object with `objectID` if it is registered in this context, else nil (no query).
+    ///
+    /// Core Data equivalent: `registeredObject(for:)`.
+    public func registeredObject(for objectID: ManagedObjectID) -> ManagedObject? {
+        assertOnQueue()
+        return registered[objectID]
+    }
+
+    /// The object with `objectID`: the registered one, or a new fault; never a query.
+    ///
+    /// Core Data equivalent: `object(with:)`. Touching a property of a fault whose row is
+    /// gone fails; use ``existingObject(with:)`` when the row may be missing.
+    public func object(with objectID: ManagedObjectID) -> ManagedObject {
+        assertOnQueue()
+        if let object = registered[objectID] { return object }
+        let object = objectID.entity.managedObjectClass.init(entity: objectID.entity, insertInto: nil)
+        object.objectID = objectID
+        object.managedObjectContext = self
+        registered[objectID] = object
+        return object
+    }
+
+    /// The object with `objectID`, its values loaded; throws
+    /// ``PostgresDataError/objectNotFound(_:)`` when its row does not exist.
+    ///
+    /// Core Data equivalent: `existingObject(with:)`.
+    public func existingObject(with objectID: ManagedObjectID) throws -> ManagedObject {
+        assertOnQueue()
+        if let object = registered[objectID], !object.isFault { return object }
+        if objectID.isTemporaryID && parent == nil { throw PostgresDataError.objectNotFound(objectID) }
+        let object = self.object(with: objectID)
+        guard let (values, snapshot) = try loadValues(for: objectID) else {
+            if object.isFault { registered[objectID] = nil }
+            throw PostgresDataError.objectNotFound(objectID)
+        }
+        fill(object, values: values, snapshot: snapshot)
+        return object
+    }
+
+    // MARK: Inserting and deleting
+
+    /// Registers a new object as inserted; its row is written by the next save.
+    ///
+    /// Core Data equivalent: `insert(_:)`. ``ManagedObject/init(context:)`` calls it.
+    public func insert(_ object: ManagedObject) {
+        assertOnQueue()
+        let key = ObjectIdentifier(object)
+        if object.isDeletedStorage, deletedSet[key] != nil {
+            deletedSet[key] = nil
+            object.isDeletedStorage = false
+            return
+        }
+        guard registered[object.objectID] == nil else { return }
+        if object.values.isEmpty { object.values = object.entity.defaultValues }
+        object.isFaultStorage = false
+        object.managedObjectContext = self
+        object.isInsertedStorage = true
+        registered[object.objectID] = object
+        insertedSet[key] = object
+        pendingChanges.inserted.insert(object.objectID)
+    }
+
+    /// Marks an object deleted and applies the delete rules of its relationships (nullify
+    /// inverses, cascade); `deny` is checked when saving. The row goes at the next save.
+    ///
+    /// Core Data equivalent: `delete(_:)`.
+    public func delete(_ object: ManagedObject) {
+        assertOnQueue()
+        guard object.managedObjectContext === self, !object.isDeletedStorage else { return }
+        let key = ObjectIdentifier(object)
+        object.willAccessValues()
+        object.isDeletedStorage = true
+        updatedSet[key] = nil
+        if insertedSet.removeValue(forKey: key) != nil {
+            applyDeleteRules(of: object)
+            registered[object.objectID] = nil
+            object.managedObjectContext = nil
+            return
+        }
+        deletedSet[key] = object
+        pendingChanges.deleted.insert(object.objectID)
+        applyDeleteRules(of: object)
+    }
+
+    /// Called by objects whose values changed.
+    func didChange(_ object: ManagedObject) {
+        let key = ObjectIdentifier(object)
+        guard !object.isInsertedStorage, !object.isDeletedStorage else { return }
+        if object.isUpdated {
+            updatedSet[key] = object
+            pendingChanges.updated.insert(object.objectID)
+        } else {
+            updatedSet[key] = nil
+        }
+    }
+
+    /// True when the context has unsaved inserts, updates or deletes.
+    public var hasChanges: Bool {
+        assertOnQueue()
+        return !insertedSet.isEmpty || !updatedSet.isEmpty || !deletedSet.isEmpty
+    }
+
+    /// Objects inserted and not yet saved.
+    public var insertedObjects: Set<ManagedObject> { Set(insertedSet.values) }
+    /// Objects with unsaved changes.
+    public var updatedObjects: Set<ManagedObject> { Set(updatedSet.values) }
+    /// Objects deleted and not yet saved.
+    public var deletedObjects: Set<ManagedObject> { Set(deletedSet.values) }
+
+    /// Runs an object setter that cannot throw; an error is kept and thrown by the next save.
+    func recordingErrors(_ body: () throws -> Void) {
+        do {
+            try body()
+        } catch let error as PostgresDataError {
+            persistentStoreCoordinator.logger.error("\(error)")
+            recordedErrors.append(error)
+        } catch {
+            recordedErrors.append(.invalidRequest("\(error)"))
+        }
+    }
+
+    // MARK: Discarding changes
+
+    /// Discards every unsaved change: inserted objects leave, deleted ones come back, updated
+    /// ones return to their committed values.
+    ///
+    /// Core Data equivalent: `rollback()`.
+    public func rollback() {
+        assertOnQueue()
+        for object in insertedSet.values {
+            registered[object.objectID] = nil
+            object.managedObjectContext = nil
+            object.isInsertedStorage = false
+            object.isDeletedStorage = true
+        }
+        for object in Array(updatedSet.values) + Array(deletedSet.values) {
+            object.isDeletedStorage = false
+            revertToSnapshot(object)
+        }
+        for object in registered.values where !object.relationshipSets.isEmpty {
+            object.relationshipSets = [:]
+        }
+        insertedSet = [:]
+        updatedSet = [:]
+        deletedSet = [:]
+        allocatedKeys = [:]
+        recordedErrors = []
+        pendingChanges = PendingChanges()
+    }
+
+    /// Forgets every registered object and unsaved change; objects held elsewhere become
+    /// unusable. Core Data equivalent: `reset()`.
+    public func reset() {
+        assertOnQueue()
+        for object in registered.values {
+            object.managedObjectContext = nil
+            object.rowCache?.release(object.objectID)
+            object.rowCache = nil
+        }
+        registered = [:]
+        insertedSet = [:]
+        updatedSet = [:]
+        deletedSet = [:]
+        allocatedKeys = [:]
+        recordedErrors = []
+        pendingChanges = PendingChanges()
+    }
+
+    /// Updates an object from the store: without `mergeChanges` its unsaved changes are
+    /// discarded and it becomes a fault; with it, the newest committed values are loaded and
+    /// the unsaved changes applied on top.
+    ///
+    /// Core Data equivalent: `refresh(_:mergeChanges:)`.
+    public func refresh(_ object: ManagedObject, mergeChanges: Bool) {
+        assertOnQueue()
+        guard object.managedObjectContext === self, !object.isInsertedStorage else { return }
+        if !mergeChanges || !object.hasChanges {
+            updatedSet[ObjectIdentifier(object)] = nil
+            turnIntoFault(object)
+            return
+        }
+        if let (values, snapshot) = try? loadValues(for: object.objectID, preferCache: false) {
+            rebase(object, onto: snapshot, values: values, keepLocalChanges: true)
+        }
+    }
+
+    func turnIntoFault(_ object: ManagedObject) {
+        object.values = []
+        object.snapshot = nil
+        object.changedProperties.removeAll()
+        object.relationshipSets = [:]
+        object.isFaultStorage = true
+        object.rowCache?.release(object.objectID)
+        object.rowCache = nil
+    }
+
+    func revertToSnapshot(_ object: ManagedObject) {
+        if let snapshot = object.snapshot {
+            object.values = snapshot.values
+        }
+        object.changedProperties.removeAll()
+        object.relationshipSets = [:]
+    }
+
+    /// Puts an object on a newer committed state, keeping its local changes when asked.
+    func rebase(_ object: ManagedObject, onto snapshot: RowSnapshot, values: [AttributeValue], keepLocalChanges: Bool) {
+        let local = keepLocalChanges ? object.changedProperties : PropertySet()
+        var merged = values
+        for index in local where index < object.values.count { merged[index] = object.values[index] }
+        object.values = merged
+        object.snapshot = snapshot
+        object.changedProperties.removeAll()
+        for index in local where merged[index] != snapshot.values[index] { object.changedProperties.insert(index) }
+        object.isFaultStorage = false
+        didChange(object)
+    }
+
+    // MARK: Faults
+
+    /// Loads the values of a fault: from the parent context, the row cache, or the database.
+    func fulfillFault(_ object: ManagedObject) {
+        assertOnQueue()
+        do {
+            guard let (values, snapshot) = try loadValues(for: object.objectID) else {
+                preconditionFailure("PostgresData could not fulfill a fault: \(object.objectID) has no row (it was deleted). Use existingObject(with:) when a row may be gone.")
+            }
+            fill(object, values: values, snapshot: snapshot)
+        } catch {
+            preconditionFailure("PostgresData could not fulfill a fault for \(object.objectID): \(error). Use existingObject(with:) to handle store errors.")
+        }
+    }
+
+    func fill(_ object: ManagedObject, values: [AttributeValue], snapshot: RowSnapshot) {
+        object.values = values
+        object.snapshot = snapshot
+        object.isFaultStorage = false
+        if parent == nil && object.rowCache == nil {
+            persistentStoreCoordinator.rowCache.retain(CollectionOfOne((object.objectID, snapshot)))
+            object.rowCache = persistentStoreCoordinator.rowCache
+        }
+    }
+
+    /// The values and committed snapshot of an object: the parent's view for a child
+    /// context, else the row cache's, else the database's (nil when there is no row).
+    func loadValues(for id: ManagedObjectID, preferCache: Bool = true) throws -> ([AttributeValue], RowSnapshot)? {
+        if let parent {
+            return try parent.performAndWait { () throws -> ([AttributeValue], RowSnapshot)? in
+                guard let object = try? parent.existingObject(with: id) else { return nil }
+                let snapshot = RowSnapshot(values: object.values, version: object.snapshot?.version ?? 0)
+                return (object.values, snapshot)
+            }
+        }
+        guard let key = id.primaryKey else { return nil }
+        let coordinator = persistentStoreCoordinator
+        if preferCache, let snapshot = coordinator.rowCache.snapshot(for: id) { return (snapshot.values, snapshot) }
+        let entity = id.entity
+        let rows = try runStore { try await coordinator.fetchSnapshots(entity, keys: [key]) }
+        guard let snapshot = rows.first?.1 else { return nil }
+        return (snapshot.values, snapshot)
+    }
+
+    /// Registers fetched rows: new objects for unknown IDs, fresh values for faults; objects
+    /// already holding values keep them (and their unsaved changes).
+    func register(_ rows: [(Int64, RowSnapshot)], entity: EntityDescription) -> [ManagedObject] {
+        var objects: [ManagedObject] = []
+        objects.reserveCapacity(rows.count)
+        var cached: [(ManagedObjectID, RowSnapshot)] = []
+        cached.reserveCapacity(rows.count)
+        let cache = persistentStoreCoordinator.rowCache
+        for (key, snapshot) in rows {
+            let id = ManagedObjectID(entity: entity, primaryKey: key)
+            if let object = registered[id] {
+                if object.isFaultStorage {
+                    object.values = snapshot.values
+                    object.snapshot = snapshot
+                    object.isFaultStorage = false
+                    if object.rowCache == nil {
+                        cached.append((id, snapshot))
+                        object.rowCache = cache
+                    }
+                }
+                objects.append(object)
+                continue
+            }
+            let object = entity.managedObjectClass.init(entity: entity, insertInto: nil)
+            object.objectID = id
+            object.managedObjectContext = self
+            object.values = snapshot.values
+            object.snapshot = snapshot
+            object.isFaultStorage = false
+            object.rowCache = cache
+            cached.append((id, snapshot))
+            registered[id] = object
+            objects.append(object)
+        }
+        cache.retain(cached)
+        return objects
+    }
+}
+
+/// Changes since the last objects-did-change notification.
+struct PendingChanges {
+    var inserted: Set<ManagedObjectID> = []
+    var updated: Set<ManagedObjectID> = []
+    var deleted: Set<ManagedObjectID> = []
+    var refreshed: Set<ManagedObjectID> = []
+
+    var isEmpty: Bool { inserted.isEmpty && updated.isEmpty && deleted.isEmpty && refreshed.isEmpty }
+}

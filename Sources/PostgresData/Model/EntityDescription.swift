@@ -1,0 +1,196 @@
+import Foundation
+import PostgresClient
+
+/// An entity of the model: its name, class, properties, constraints and table.
+///
+/// Core Data equivalent: `NSEntityDescription`. `@Entity` builds one for each class; generic
+/// code can build them by hand:
+///
+/// ```swift
+/// let item = EntityDescription(name: "Item", properties: [
+///     .attribute(AttributeDescription(name: "name", type: .string)),
+///     .relationship(RelationshipDescription(name: "list", destination: "TodoList", inverse: "items")),
+/// ])
+/// ```
+///
+/// An entity is immutable once a ``ManagedObjectModel`` holds it, and can then be shared
+/// by every thread (that is what makes it `Sendable`).
+public final class EntityDescription: @unchecked Sendable, Hashable, CustomStringConvertible {
+    /// The entity name (`TodoList`).
+    public let name: String
+    /// The table name; snake_case of ``name`` unless set (`todo_list`).
+    public let tableName: String
+    /// The class of the objects; ``ManagedObject`` itself for entities built without a class.
+    public let managedObjectClass: ManagedObject.Type
+    /// Every property in declaration order.
+    public let properties: [PropertyDescription]
+    /// Sets of property names whose values must be unique together (`UNIQUE (a, b)`).
+    public let uniquenessConstraints: [[String]]
+    /// Sets of property names that get a (multi-column) index.
+    public let indexes: [[String]]
+
+    let propertyIndexByName: [String: Int]
+    // Set once by the model that resolves the relationships (under `resolutionLock`).
+    private(set) var relationshipStorage: [Int: RelationshipStorage] = [:]
+    private(set) var destinations: [Int: EntityDescription] = [:]
+    private(set) var inverseIndices: [Int: Int] = [:]
+    /// The property indices stored as columns of ``tableName``, in table order after `id`.
+    private(set) var columnIndices: [Int] = []
+    /// Property indices of relationships loaded on demand (to-many, join tables, the
+    /// non-owning side of one-to-one).
+    private(set) var derivedRelationshipIndices: [Int] = []
+    private(set) var isResolved = false
+    /// The index of this entity in its model.
+    private(set) var modelIndex = 0
+
+    /// Describes an entity.
+    public init(name: String, managedObjectClass: ManagedObject.Type = ManagedObject.self,
+                properties: [PropertyDescription], uniquenessConstraints: [[String]] = [],
+                indexes: [[String]] = [], tableName: String? = nil) {
+        self.name = name
+        self.tableName = tableName ?? SchemaNaming.snakeCase(name)
+        self.managedObjectClass = managedObjectClass
+        self.properties = properties
+        self.uniquenessConstraints = uniquenessConstraints
+        self.indexes = indexes
+        var byName: [String: Int] = [:]
+        for (index, property) in properties.enumerated() where byName[property.name] == nil {
+            byName[property.name] = index
+        }
+        self.propertyIndexByName = byName
+    }
+
+    /// The attributes, in declaration order.
+    public var attributes: [AttributeDescription] { properties.compactMap(\.attribute) }
+    /// The relationships, in declaration order.
+    public var relationships: [RelationshipDescription] { properties.compactMap(\.relationship) }
+    /// Attributes by name.
+    public var attributesByName: [String: AttributeDescription] {
+        Dictionary(attributes.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+    }
+    /// Relationships by name.
+    public var relationshipsByName: [String: RelationshipDescription] {
+        Dictionary(relationships.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+    }
+
+    /// The index of the property called `name` in ``properties``, or nil.
+    public func propertyIndex(named name: String) -> Int? { propertyIndexByName[name] }
+
+    /// The entity a relationship points at.
+    public func destinationEntity(ofRelationship name: String) -> EntityDescription? {
+        propertyIndexByName[name].flatMap { destinations[$0] }
+    }
+
+    func destination(of index: Int) -> EntityDescription { destinations[index]! }
+    func inverseIndex(of index: Int) -> Int { inverseIndices[index]! }
+    func storage(of index: Int) -> RelationshipStorage { relationshipStorage[index]! }
+
+    /// The column name of a stored property (attribute or foreign key).
+    func columnName(of index: Int) -> String {
+        switch properties[index] {
+        case .attribute(let attribute): return attribute.columnName
+        case .relationship:
+            if case .foreignKey(let column) = relationshipStorage[index] { return column }
+            preconditionFailure("\(name).\(properties[index].name) has no column")
+        }
+    }
+
+    /// Values of a newly inserted object: every attribute's default, nil relationships.
+    var defaultValues: [AttributeValue] {
+        properties.map { $0.attribute?.defaultValue ?? .null }
+    }
+
+    public var description: String { "EntityDescription(\(name) → \"\(tableName)\")" }
+
+    public static func == (lhs: EntityDescription, rhs: EntityDescription) -> Bool { lhs === rhs }
+    public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
+
+    // MARK: Resolution by the model
+
+    static let resolutionLock = NSLock()
+
+    /// Resolves relationships against `entities`; returns the problems found (missing
+    /// destinations or inverses, mismatched inverses). Called once, under `resolutionLock`.
+    func resolve(in entities: [String: EntityDescription], index: Int) -> [String] {
+        var problems: [String] = []
+        var storage: [Int: RelationshipStorage] = [:]
+        var destinations: [Int: EntityDescription] = [:]
+        var inverses: [Int: Int] = [:]
+        var columns: [Int] = []
+        var derived: [Int] = []
+        for (propertyIndex, property) in properties.enumerated() {
+            guard case .relationship(let relationship) = property else {
+                columns.append(propertyIndex)
+                continue
+            }
+            let label = "\(name).\(relationship.name)"
+            guard let destination = entities[relationship.destinationEntityName] else {
+                problems.append("\(label) points at entity \"\(relationship.destinationEntityName)\", which is not in the model")
+                continue
+            }
+            guard let inverseIndex = destination.propertyIndexByName[relationship.inverseName],
+                  case .relationship(let inverse) = destination.properties[inverseIndex] else {
+                problems.append("\(label) names the inverse \"\(relationship.inverseName)\", which is not a relationship of \(destination.name); every relationship needs an inverse")
+                continue
+            }
+            guard inverse.destinationEntityName == name, inverse.inverseName == relationship.name else {
+                problems.append("\(label) and its inverse \(destination.name).\(inverse.name) do not point at each other")
+                continue
+            }
+            destinations[propertyIndex] = destination
+            inverses[propertyIndex] = inverseIndex
+            switch (relationship.isToMany, inverse.isToMany) {
+            case (false, true):
+                storage[propertyIndex] = .foreignKey(column: SchemaNaming.snakeCase(relationship.name) + "_id")
+                columns.append(propertyIndex)
+            case (false, false):
+                // One-to-one: the side whose "Entity.name" sorts first holds the foreign key.
+                if "\(name).\(relationship.name)" <= "\(destination.name).\(inverse.name)" {
+                    storage[propertyIndex] = .foreignKey(column: SchemaNaming.snakeCase(relationship.name) + "_id")
+                    columns.append(propertyIndex)
+                } else {
+                    storage[propertyIndex] = .inverseForeignKey
+                    derived.append(propertyIndex)
+                }
+            case (true, false):
+                storage[propertyIndex] = .inverseForeignKey
+                derived.append(propertyIndex)
+            case (true, true):
+                storage[propertyIndex] = .joinTable(Self.joinTable(self, relationship, destination, inverse))
+                derived.append(propertyIndex)
+            }
+        }
+        for constraint in uniquenessConstraints + indexes {
+            for key in constraint where propertyIndexByName[key] == nil {
+                problems.append("\(name) has a uniqueness constraint or index on \"\(key)\", which is not one of its properties")
+            }
+        }
+        if !isResolved {
+            relationshipStorage = storage
+            self.destinations = destinations
+            inverseIndices = inverses
+            columnIndices = columns
+            derivedRelationshipIndices = derived
+            modelIndex = index
+            isResolved = problems.isEmpty
+        }
+        return problems
+    }
+
+    /// The join table of a many-to-many pair, named after the side that sorts first
+    /// (`team_players`), with columns named after the two tables.
+    private static func joinTable(_ source: EntityDescription, _ relationship: RelationshipDescription,
+                                  _ destination: EntityDescription, _ inverse: RelationshipDescription) -> JoinTable {
+        let sourceFirst = "\(source.name).\(relationship.name)" <= "\(destination.name).\(inverse.name)"
+        let owner = sourceFirst ? (source, relationship) : (destination, inverse)
+        let name = SchemaNaming.identifier(owner.0.tableName, SchemaNaming.snakeCase(owner.1.name))
+        var sourceColumn = source.tableName + "_id"
+        var destinationColumn = destination.tableName + "_id"
+        if sourceColumn == destinationColumn {
+            // A relationship of an entity to itself: name the columns after the relationships.
+            sourceColumn = SchemaNaming.snakeCase(inverse.name) + "_id"
+            destinationColumn = SchemaNaming.snakeCase(relationship.name) + "_id"
+        }
+        return JoinTable(name: name, sourceColumn: sourceColumn, destinationColumn: destinationColumn)
+    }
+}

@@ -1,0 +1,58 @@
+/// The set of entities an app stores: the schema of its objects.
+///
+/// Core Data equivalent: `NSManagedObjectModel`. Build it from `@Entity` classes, or from
+/// entity descriptions for generic code:
+///
+/// ```swift
+/// let model = ManagedObjectModel(Item.self, TodoList.self)
+/// let sql = model.createSchemaSQL()   // the DDL of every table, constraint and index
+/// ```
+///
+/// Relationships are resolved when the model is made; problems (a missing inverse, an
+/// unknown destination) are listed in ``problems`` and make loading a store fail with
+/// all of them.
+public final class ManagedObjectModel: Sendable, CustomStringConvertible {
+    /// The entities, in the order given.
+    public let entities: [EntityDescription]
+    /// The entities by name.
+    public let entitiesByName: [String: EntityDescription]
+    /// What is wrong with the model; empty when it is usable.
+    public let problems: [String]
+
+    /// A model of the entities of `@Entity` classes.
+    public convenience init(_ classes: ManagedObject.Type...) {
+        self.init(entities: classes.map { $0.entity() })
+    }
+
+    /// A model of the given entities.
+    public init(entities: [EntityDescription]) {
+        var byName: [String: EntityDescription] = [:]
+        var problems: [String] = []
+        for entity in entities {
+            if byName[entity.name] != nil { problems.append("two entities are called \(entity.name)") }
+            byName[entity.name] = entity
+        }
+        EntityDescription.resolutionLock.lock()
+        for (index, entity) in entities.enumerated() {
+            problems += entity.resolve(in: byName, index: index)
+        }
+        EntityDescription.resolutionLock.unlock()
+        var tables: [String: String] = [:]
+        for entity in entities {
+            if let other = tables[entity.tableName] {
+                problems.append("\(entity.name) and \(other) both map to the table \"\(entity.tableName)\"")
+            }
+            tables[entity.tableName] = entity.name
+        }
+        self.entities = entities
+        self.entitiesByName = byName
+        self.problems = problems
+    }
+
+    /// The entity whose objects are instances of `type`.
+    public func entity(for type: ManagedObject.Type) -> EntityDescription? {
+        entities.first { $0.managedObjectClass == type }
+    }
+
+    public var description: String { "ManagedObjectModel(\(entities.map(\.name).joined(separator: ", ")))" }
+}

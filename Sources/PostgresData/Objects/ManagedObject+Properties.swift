@@ -1,0 +1,175 @@
+import Foundation
+
+extension ManagedObject {
+    // MARK: Key-value coding (generic code)
+
+    /// The value of the property called `key`: an attribute's value, a to-one relationship's
+    /// object, or a to-many relationship's `Set<ManagedObject>`; `nil` for NULL.
+    ///
+    /// Core Data equivalent: `value(forKey:)`. Unknown keys are a precondition failure as in
+    /// Core Data; use ``EntityDescription/propertyIndex(named:)`` to check first, or the
+    /// throwing ``setValue(_:forKey:)`` to set.
+    public func value(forKey key: String) -> Any? {
+        guard let index = entity.propertyIndex(named: key) else {
+            preconditionFailure("\(entity.name) has no property \"\(key)\"; its properties are \(entity.properties.map(\.name).joined(separator: ", "))")
+        }
+        switch entity.properties[index] {
+        case .attribute:
+            return primitiveValue(at: index).anyValue
+        case .relationship(let relationship):
+            guard let context = managedObjectContext else { return nil }
+            if relationship.isToMany { return Set(context.relatedObjects(of: self, at: index)) }
+            return context.relatedObjects(of: self, at: index).first
+        }
+    }
+
+    /// Sets the property called `key`, checking the key and the value's type.
+    ///
+    /// Core Data equivalent: `setValue(_:forKey:)`, which raises for an unknown key; this one
+    /// throws ``PostgresDataError`` naming the key (and the entity's keys) or the types.
+    /// Relationships take a ``ManagedObject`` (to-one), or a `Set`/`Array` of them (to-many).
+    public func setValue(_ value: Any?, forKey key: String) throws {
+        guard let index = entity.propertyIndex(named: key) else {
+            throw PostgresDataError.unknownKey(key, entity: entity.name, known: entity.properties.map(\.name))
+        }
+        switch entity.properties[index] {
+        case .attribute(let attribute):
+            guard let converted = AttributeValue.converting(value, to: attribute.attributeType),
+                  converted.fits(attribute.attributeType) else {
+                throw PostgresDataError.typeMismatch(key: key, entity: entity.name, expected: attribute.attributeType,
+                                                      actual: value.map { "\(type(of: $0))" } ?? "nil")
+            }
+            setPrimitiveValue(converted, at: index)
+        case .relationship(let relationship):
+            guard let context = managedObjectContext else { throw PostgresDataError.noContext(objectID) }
+            if relationship.isToMany {
+                let objects: [ManagedObject]
+                if let set = value as? Set<ManagedObject> { objects = Array(set) }
+                else if let array = value as? [ManagedObject] { objects = array }
+                else if value == nil { objects = [] }
+                else {
+                    throw PostgresDataError.typeMismatch(key: key, entity: entity.name, expected: nil,
+                                                          actual: "\(type(of: value!)) (expected a Set of \(relationship.destinationEntityName))")
+                }
+                try context.setRelatedObjects(objects, of: self, at: index)
+            } else {
+                guard value == nil || value is ManagedObject else {
+                    throw PostgresDataError.typeMismatch(key: key, entity: entity.name, expected: nil,
+                                                          actual: "\(type(of: value!)) (expected a \(relationship.destinationEntityName))")
+                }
+                try context.setRelatedObjects((value as? ManagedObject).map { [$0] } ?? [], of: self, at: index)
+            }
+        }
+    }
+
+    /// The keys and new values of the properties changed since the object was fetched or
+    /// saved. Core Data equivalent: `changedValues()`.
+    public func changedValues() -> [String: Any] {
+        var result: [String: Any] = [:]
+        for index in changedProperties {
+            result[entity.properties[index].name] = values[index].anyValue ?? NSNull()
+        }
+        return result
+    }
+
+    /// The committed values (as last fetched or saved) of `keys`, or of every attribute and
+    /// to-one relationship when nil. Core Data equivalent: `committedValues(forKeys:)`.
+    public func committedValues(forKeys keys: [String]?) -> [String: Any] {
+        willAccessValues()
+        let names = keys ?? entity.properties.enumerated().filter { !entity.derivedRelationshipIndices.contains($0.offset) }.map(\.element.name)
+        var result: [String: Any] = [:]
+        for name in names {
+            guard let index = entity.propertyIndex(named: name) else { continue }
+            let value = snapshot?.values[index] ?? .null
+            result[name] = value.anyValue ?? NSNull()
+        }
+        return result
+    }
+
+    // MARK: Primitive access
+
+    /// The stored value of a property (attributes and foreign-key relationships).
+    public func primitiveValue(at index: Int) -> AttributeValue {
+        willAccessValues()
+        return values[index]
+    }
+
+    /// Sets a stored value and records the change with the context.
+    public func setPrimitiveValue(_ value: AttributeValue, at index: Int) {
+        willAccessValues()
+        guard values[index] != value else { return }
+        values[index] = value
+        if let snapshot, snapshot.values[index] == value {
+            changedProperties.remove(index)
+        } else {
+            changedProperties.insert(index)
+        }
+        managedObjectContext?.didChange(self)
+    }
+
+    // MARK: Accessors generated by @Entity
+
+    /// Reads an attribute; called by `@Entity`'s generated getters.
+    @inlinable
+    public final func _$attribute<Value: PersistentAttributeValue>(_ index: Int, as type: Value.Type) -> Value {
+        Value(attributeValue: primitiveValue(at: index))
+    }
+
+    /// Writes an attribute; called by `@Entity`'s generated setters.
+    @inlinable
+    public final func _$setAttribute<Value: PersistentAttributeValue>(_ index: Int, _ value: Value) {
+        setPrimitiveValue(value.attributeValue, at: index)
+    }
+
+    /// Reads a `Codable` attribute stored as JSON.
+    @_disfavoredOverload
+    public final func _$attribute<Value: Codable>(_ index: Int, as type: Value.Type) -> Value {
+        let data: Data = if case .json(let data) = primitiveValue(at: index) { data } else { Data("null".utf8) }
+        do {
+            return try JSONDecoder.attributes.decode(Value.self, from: data)
+        } catch {
+            preconditionFailure("\(entity.name).\(entity.properties[index].name) holds JSON that does not decode as \(Value.self): \(error)")
+        }
+    }
+
+    /// Writes a `Codable` attribute as JSON.
+    @_disfavoredOverload
+    public final func _$setAttribute<Value: Codable>(_ index: Int, _ value: Value) {
+        do {
+            let data = try JSONEncoder.attributes.encode(value)
+            setPrimitiveValue(data == Data("null".utf8) ? .null : .json(data), at: index)
+        } catch {
+            preconditionFailure("\(entity.name).\(entity.properties[index].name): \(Value.self) does not encode as JSON: \(error)")
+        }
+    }
+
+    /// Reads a to-one relationship.
+    public final func _$toOne<Destination: ManagedObject>(_ index: Int, as type: Destination.Type) -> Destination? {
+        guard let context = managedObjectContext else { return nil }
+        return context.relatedObjects(of: self, at: index).first as? Destination
+    }
+
+    /// Writes a to-one relationship, maintaining its inverse. A setter cannot throw, so an
+    /// illegal assignment (objects of two contexts) changes nothing and the context's next
+    /// `save()` throws the error naming both contexts; ``setValue(_:forKey:)`` throws at once.
+    public final func _$setToOne<Destination: ManagedObject>(_ index: Int, _ object: Destination?) {
+        guard let context = managedObjectContext else {
+            preconditionFailure("\(entity.name) \(objectID) has no context; insert it before relating it")
+        }
+        context.recordingErrors { try context.setRelatedObjects(object.map { [$0] } ?? [], of: self, at: index) }
+    }
+
+    /// Reads a to-many relationship.
+    public final func _$toMany<Destination: ManagedObject>(_ index: Int, as type: Destination.Type) -> Set<Destination> {
+        guard let context = managedObjectContext else { return [] }
+        return Set(context.relatedObjects(of: self, at: index).compactMap { $0 as? Destination })
+    }
+
+    /// Writes a to-many relationship, maintaining the inverses.
+    public final func _$setToMany<Destination: ManagedObject>(_ index: Int, _ objects: Set<Destination>) {
+        guard let context = managedObjectContext else {
+            preconditionFailure("\(entity.name) \(objectID) has no context; insert it before relating it")
+        }
+        context.recordingErrors { try context.setRelatedObjects(Array(objects), of: self, at: index) }
+    }
+}

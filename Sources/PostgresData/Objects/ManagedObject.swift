@@ -1,0 +1,209 @@
+import Foundation
+
+/// An object of an entity, living in one ``ManagedObjectContext`` that tracks its changes.
+///
+/// Core Data equivalent: `NSManagedObject`. Declare subclasses with `@Entity`:
+///
+/// ```swift
+/// @Entity final class Item: ManagedObject {
+///     var name: String
+///     var done = false
+/// }
+/// let item = Item(context: context)   // inserted; saved by context.save()
+/// ```
+///
+/// Objects are confined to their context: use them only inside the context's `perform`
+/// blocks (or on the main actor for a main-queue context), and pass ``objectID`` elsewhere.
+/// They are deliberately not `Sendable`.
+open class ManagedObject: Hashable, CustomStringConvertible {
+    /// The entity of the object.
+    public let entity: EntityDescription
+    /// The object's ID: temporary until saved, then the row's primary key.
+    public internal(set) var objectID: ManagedObjectID
+    /// The context the object lives in; nil once it was removed from it.
+    public internal(set) weak var managedObjectContext: ManagedObjectContext?
+
+    /// Current values, one per property; empty while the object is a fault.
+    var values: [AttributeValue] = []
+    /// The committed state the context last saw (nil for inserted objects).
+    var snapshot: RowSnapshot?
+    /// Properties whose value differs from the snapshot.
+    var changedProperties = PropertySet()
+    /// Relationships stored elsewhere (to-many, join tables), once loaded.
+    var relationshipSets: [Int: RelationshipSet] = [:]
+    var isFaultStorage = true
+    var isInsertedStorage = false
+    var isDeletedStorage = false
+    /// Holds a reference in the coordinator's row cache while set.
+    var rowCache: RowCache?
+
+    /// Inserts a new object of `entity` into `context` (or makes an unregistered one when nil).
+    ///
+    /// Core Data equivalent: `init(entity:insertInto:)`.
+    public required init(entity: EntityDescription, insertInto context: ManagedObjectContext?) {
+        self.entity = entity
+        self.objectID = ManagedObjectID.temporary(for: entity)
+        if let context {
+            values = entity.defaultValues
+            isFaultStorage = false
+            context.insert(self)
+        }
+    }
+
+    /// Inserts a new object of this class's entity into `context`.
+    ///
+    /// Core Data equivalent: `init(context:)`.
+    public convenience init(context: ManagedObjectContext) {
+        let entity = Self.entity(in: context)
+        self.init(entity: entity, insertInto: context)
+    }
+
+    deinit {
+        rowCache?.release(objectID)
+    }
+
+    /// The entity of this class, as `@Entity` describes it. ``ManagedObject`` itself has none:
+    /// create generic objects with ``init(entity:insertInto:)``.
+    open class func entity() -> EntityDescription {
+        preconditionFailure("\(self) has no entity description: declare it with @Entity, or create it with init(entity:insertInto:)")
+    }
+
+    private static func entity(in context: ManagedObjectContext) -> EntityDescription {
+        if self != ManagedObject.self { return entity() }
+        preconditionFailure("ManagedObject(context:) needs a subclass declared with @Entity; use init(entity:insertInto:)")
+    }
+
+    /// True while the object's values have not been loaded; touching a property loads them.
+    public var isFault: Bool { isFaultStorage }
+    /// True when the object was inserted and not yet saved.
+    public var isInserted: Bool { isInsertedStorage }
+    /// True when the object was deleted and the deletion not yet saved.
+    public var isDeleted: Bool { isDeletedStorage }
+    /// True when the object has unsaved changes to its properties.
+    public var isUpdated: Bool {
+        !isInsertedStorage && !isDeletedStorage && (!changedProperties.isEmpty || hasRelationshipChanges)
+    }
+    /// True when the object was inserted, updated or deleted and not yet saved.
+    public var hasChanges: Bool { isInsertedStorage || isDeletedStorage || isUpdated }
+
+    var hasRelationshipChanges: Bool {
+        relationshipSets.values.contains { !$0.added.isEmpty || !$0.removed.isEmpty }
+    }
+
+    // MARK: Identity
+
+    public static func == (lhs: ManagedObject, rhs: ManagedObject) -> Bool { lhs === rhs }
+    public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
+
+    open var description: String {
+        if isFaultStorage { return "<\(entity.name) \(objectID): fault>" }
+        let pairs = entity.properties.enumerated().compactMap { index, property -> String? in
+            guard case .attribute = property, index < values.count else { return nil }
+            return "\(property.name)=\(values[index].anyValue.map { "\($0)" } ?? "nil")"
+        }
+        return "<\(entity.name) \(objectID): \(pairs.joined(separator: ", "))>"
+    }
+
+    // MARK: Validation hooks
+
+    /// Checks the object before an insert is saved; override to add rules (call `super`).
+    ///
+    /// Core Data equivalent: `validateForInsert()`.
+    open func validateForInsert() throws { try validateProperties() }
+    /// Checks the object before an update is saved; override to add rules (call `super`).
+    open func validateForUpdate() throws { try validateProperties() }
+    /// Checks the object before a deletion is saved; `deny` rules are checked here.
+    open func validateForDelete() throws { try managedObjectContext?.validateDeleteRules(of: self) }
+
+    /// Checks every attribute's rules and every required relationship.
+    func validateProperties() throws {
+        willAccessValues()
+        var failures: [ValidationFailure] = []
+        for (index, property) in entity.properties.enumerated() {
+            switch property {
+            case .attribute(let attribute):
+                for reason in attribute.violations(of: values[index]) {
+                    failures.append(ValidationFailure(objectID: objectID, key: attribute.name, reason: reason))
+                }
+            case .relationship(let relationship):
+                if !relationship.isToMany, !relationship.isOptional, case .foreignKey = entity.storage(of: index),
+                   values[index].isNull {
+                    failures.append(ValidationFailure(objectID: objectID, key: relationship.name,
+                                                      reason: "is required (not optional) but is nil"))
+                }
+                if relationship.isToMany, relationship.minCount > 0 || relationship.maxCount > 0,
+                   let context = managedObjectContext {
+                    let count = context.relatedIDs(of: self, at: index).count
+                    if relationship.minCount > 0 && count < relationship.minCount {
+                        failures.append(ValidationFailure(objectID: objectID, key: relationship.name,
+                                                          reason: "has \(count) objects, fewer than the minimum \(relationship.minCount)"))
+                    }
+                    if relationship.maxCount > 0 && count > relationship.maxCount {
+                        failures.append(ValidationFailure(objectID: objectID, key: relationship.name,
+                                                          reason: "has \(count) objects, more than the maximum \(relationship.maxCount)"))
+                    }
+                }
+            }
+        }
+        if !failures.isEmpty { throw PostgresDataError.validation(failures) }
+    }
+
+    // MARK: Faulting
+
+    /// Fills a fault before its values are read.
+    @inline(__always)
+    final func willAccessValues() {
+        if isFaultStorage { fulfillFault() }
+    }
+
+    private func fulfillFault() {
+        guard let context = managedObjectContext else {
+            preconditionFailure("\(entity.name) \(objectID) is a fault whose context is gone; keep the context alive while you use its objects")
+        }
+        context.fulfillFault(self)
+    }
+}
+
+/// A set of property indices (the changed properties of an object).
+struct PropertySet: Sendable, Hashable, Sequence {
+    private var bits: UInt64 = 0
+    private var overflow: Set<Int> = []
+
+    var isEmpty: Bool { bits == 0 && overflow.isEmpty }
+
+    func contains(_ index: Int) -> Bool {
+        index < 64 ? bits & (1 << UInt64(index)) != 0 : overflow.contains(index)
+    }
+
+    mutating func insert(_ index: Int) {
+        if index < 64 { bits |= 1 << UInt64(index) } else { overflow.insert(index) }
+    }
+
+    mutating func remove(_ index: Int) {
+        if index < 64 { bits &= ~(1 << UInt64(index)) } else { overflow.remove(index) }
+    }
+
+    mutating func removeAll() {
+        bits = 0
+        overflow = []
+    }
+
+    func makeIterator() -> IndexingIterator<[Int]> {
+        var indices: [Int] = []
+        var remaining = bits
+        while remaining != 0 {
+            let index = remaining.trailingZeroBitCount
+            indices.append(index)
+            remaining &= remaining - 1
+        }
+        return (indices + overflow.sorted()).makeIterator()
+    }
+}
+
+/// A loaded relationship stored outside the object's row: the related IDs, and for join
+/// tables the rows to add and remove at the next save.
+struct RelationshipSet {
+    var ids: [ManagedObjectID]
+    var added: Set<ManagedObjectID> = []
+    var removed: Set<ManagedObjectID> = []
+}

@@ -1,0 +1,67 @@
+import Foundation
+import PostgresClient
+
+/// The identity of a managed object: its entity and primary key. `Sendable`, so pass IDs,
+/// never objects, between contexts and tasks.
+///
+/// Core Data equivalent: `NSManagedObjectID`. An inserted object has a temporary ID until
+/// its context saves it (or ``ManagedObjectContext/obtainPermanentIDs(for:)`` allocates a
+/// key early); then its ID is permanent: the row's `id`.
+///
+/// ```swift
+/// let teamID = team.objectID                       // in one context
+/// let team = otherContext.object(with: teamID)     // a fault in another, no query yet
+/// ```
+public struct ManagedObjectID: Sendable, Hashable, CustomStringConvertible {
+    /// The entity of the object.
+    public let entity: EntityDescription
+    /// The primary key for a permanent ID; a process-unique number for a temporary one.
+    let key: Int64
+    /// True until the object is saved (or given a permanent ID).
+    public let isTemporaryID: Bool
+
+    init(entity: EntityDescription, primaryKey: Int64) {
+        self.entity = entity
+        self.key = primaryKey
+        self.isTemporaryID = false
+    }
+
+    private init(temporaryFor entity: EntityDescription, number: Int64) {
+        self.entity = entity
+        self.key = number
+        self.isTemporaryID = true
+    }
+
+    private static let temporaryCounter = Locked<Int64>(0)
+
+    static func temporary(for entity: EntityDescription) -> ManagedObjectID {
+        let number = temporaryCounter.withLock { counter in
+            counter += 1
+            return counter
+        }
+        return ManagedObjectID(temporaryFor: entity, number: number)
+    }
+
+    /// The row's primary key, or nil while the ID is temporary.
+    public var primaryKey: Int64? { isTemporaryID ? nil : key }
+
+    /// A URL naming the object, to store or send and turn back into an ID with
+    /// ``PersistentStoreCoordinator/managedObjectID(forURIRepresentation:)``:
+    /// `x-postgresdata://Item/p42` (`t17` for a temporary ID, which no other process knows).
+    public func uriRepresentation() -> URL {
+        URL(string: "x-postgresdata://\(entity.name)/\(isTemporaryID ? "t" : "p")\(key)")!
+    }
+
+    public var description: String {
+        "\(entity.name)/\(isTemporaryID ? "t" : "p")\(key)"
+    }
+
+    public static func == (lhs: ManagedObjectID, rhs: ManagedObjectID) -> Bool {
+        lhs.key == rhs.key && lhs.isTemporaryID == rhs.isTemporaryID && lhs.entity === rhs.entity
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(key)
+        hasher.combine(ObjectIdentifier(entity))
+    }
+}

@@ -1,0 +1,133 @@
+import PostgresClient
+
+/// One broken rule found when validating an object before a save.
+public struct ValidationFailure: Sendable, Hashable, CustomStringConvertible {
+    /// The object that breaks the rule.
+    public var objectID: ManagedObjectID
+    /// The property, or nil for a rule of the whole object.
+    public var key: String?
+    /// What is wrong, in words.
+    public var reason: String
+
+    public var description: String { "\(objectID)\(key.map { ".\($0)" } ?? ""): \(reason)" }
+}
+
+/// A save found an object whose row changed (or vanished) since the context read it.
+///
+/// Core Data equivalent: `NSMergeConflict`. It carries the three versions of the values:
+/// what the context last saw (`cachedValues`), what the object holds now (`objectValues`),
+/// and what the database holds (`databaseValues`, nil when the row was deleted).
+public struct MergeConflict: Sendable, CustomStringConvertible {
+    /// The object in conflict.
+    public var objectID: ManagedObjectID
+    /// The values the context read before, by key.
+    public var cachedValues: [String: AttributeValue]
+    /// The object's current values, by key.
+    public var objectValues: [String: AttributeValue]
+    /// The row's values now, by key; nil when another transaction deleted the row.
+    public var databaseValues: [String: AttributeValue]?
+    /// The row version the context read.
+    public var cachedVersion: UInt32
+    /// The row version now; nil when the row was deleted.
+    public var databaseVersion: UInt32?
+
+    public var description: String {
+        guard let databaseValues else { return "\(objectID): the row was deleted by another transaction" }
+        let changed = databaseValues.keys.sorted().filter { databaseValues[$0] != cachedValues[$0] }
+        let detail = changed.map { key in
+            "\(key): cached \(Self.show(cachedValues[key])), object \(Self.show(objectValues[key])), database \(Self.show(databaseValues[key]))"
+        }
+        return "\(objectID) changed in the database (version \(cachedVersion) → \(databaseVersion ?? 0))" +
+            (detail.isEmpty ? "" : ": " + detail.joined(separator: "; "))
+    }
+
+    private static func show(_ value: AttributeValue?) -> String {
+        guard let value, let any = value.anyValue else { return "nil" }
+        return "\(any)"
+    }
+}
+
+/// The errors of PostgresData: each says what was wrong, where, and what to do.
+public enum PostgresDataError: Error, Sendable, CustomStringConvertible {
+    /// Objects break the model's rules; nothing was saved. Every failure of the save is listed.
+    case validation([ValidationFailure])
+    /// Rows changed underneath the context and the merge policy is `error`; nothing was saved.
+    case mergeConflict([MergeConflict])
+    /// The database refused the save because of a constraint of the model; nothing was saved.
+    case constraintViolation(constraint: SchemaConstraint?, name: String, underlying: PostgresError)
+    /// Two objects of different contexts were related.
+    case crossContextRelationship(key: String, object: ManagedObjectID, objectContext: String,
+                                  other: ManagedObjectID, otherContext: String)
+    /// A key that the entity does not have.
+    case unknownKey(String, entity: String, known: [String])
+    /// A value of the wrong type for a property.
+    case typeMismatch(key: String, entity: String, expected: AttributeType?, actual: String)
+    /// The object has no row in the database (``ManagedObjectContext/existingObject(with:)``).
+    case objectNotFound(ManagedObjectID)
+    /// The object is not in a context.
+    case noContext(ManagedObjectID)
+    /// The model has problems (missing inverses, unknown destinations).
+    case invalidModel([String])
+    /// The database schema does not match the model; each difference is listed.
+    case schemaMismatch([String])
+    /// No store is loaded, or the coordinator was closed.
+    case storeNotLoaded
+    /// A URI that does not name an object of this model.
+    case invalidURI(String)
+    /// A fetch request or other argument that cannot be used as given.
+    case invalidRequest(String)
+    /// The database or the connection failed (SQLSTATE, message, detail and hint inside).
+    case database(PostgresError)
+
+    /// True when running the same work again may succeed (a lost connection, a serialization
+    /// failure, a deadlock).
+    public var isRetryable: Bool {
+        if case .database(let error) = self { return error.isRetryable }
+        return false
+    }
+
+    /// The SQLSTATE of a database error.
+    public var sqlState: String? {
+        switch self {
+        case .database(let error), .constraintViolation(_, _, let error): error.sqlState?.rawValue
+        default: nil
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .validation(let failures):
+            return "validation failed for \(failures.count) value\(failures.count == 1 ? "" : "s"); nothing was saved:\n" +
+                failures.map { "  - \($0)" }.joined(separator: "\n")
+        case .mergeConflict(let conflicts):
+            return "merge conflict on \(conflicts.count) object\(conflicts.count == 1 ? "" : "s") (merge policy `error`); nothing was saved. Refresh the objects or choose another merge policy:\n" +
+                conflicts.map { "  - \($0)" }.joined(separator: "\n")
+        case .constraintViolation(let constraint, let name, let underlying):
+            let rule = constraint.map { "\($0.entityName).\($0.keys.joined(separator: ", ")): \($0.rule)" } ?? "constraint \"\(name)\""
+            return "the database refused the save: \(rule) (constraint \(name), SQLSTATE \(underlying.sqlState?.rawValue ?? "?")): \(underlying.message)\(underlying.detail.map { " — \($0)" } ?? ""); nothing was saved and the context keeps its changes"
+        case .crossContextRelationship(let key, let object, let objectContext, let other, let otherContext):
+            return "illegal relationship \(object).\(key) → \(other): \(object) lives in context \(objectContext) and \(other) in context \(otherContext). Pass the object ID and use otherContext.object(with:) instead"
+        case .unknownKey(let key, let entity, let known):
+            return "\(entity) has no property \"\(key)\"; its properties are \(known.joined(separator: ", "))"
+        case .typeMismatch(let key, let entity, let expected, let actual):
+            return "\(entity).\(key) cannot hold a value of type \(actual)\(expected.map { "; it is a \($0) attribute" } ?? "")"
+        case .objectNotFound(let id):
+            return "\(id) has no row in the database (it was deleted, or never saved)"
+        case .noContext(let id):
+            return "\(id) is not in a context; insert it first"
+        case .invalidModel(let problems):
+            return "the model is invalid:\n" + problems.map { "  - \($0)" }.joined(separator: "\n")
+        case .schemaMismatch(let differences):
+            return "the database schema does not match the model (apply the migrations, or load with createSchemaIfMissing for development):\n" +
+                differences.map { "  - \($0)" }.joined(separator: "\n")
+        case .storeNotLoaded:
+            return "no persistent store is loaded; call loadPersistentStores() first"
+        case .invalidURI(let uri):
+            return "\(uri) is not the URI of an object of this model (expected x-postgresdata://Entity/p<key>)"
+        case .invalidRequest(let reason):
+            return reason
+        case .database(let error):
+            return "\(error)"
+        }
+    }
+}

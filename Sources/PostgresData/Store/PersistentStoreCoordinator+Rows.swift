@@ -1,0 +1,141 @@
+import PostgresClient
+
+/// What a save's transaction did.
+enum SaveOutcome: Sendable {
+    /// Committed; every row written now has this version.
+    case saved(version: UInt32?)
+    /// Rolled back: these rows changed or vanished since the context read them (the
+    /// snapshot is the row now, nil when it was deleted).
+    case conflicts([(ManagedObjectID, RowSnapshot?)])
+}
+
+/// A save's rows changed underneath; thrown inside the transaction to roll it back.
+private struct ConflictsFound: Error {
+    var conflicts: [(ManagedObjectID, RowSnapshot?)]
+}
+
+extension PersistentStoreCoordinator {
+    /// `t."id", t.xmin, t."name", …`: the columns of a snapshot of `entity`.
+    static func selectList(_ entity: EntityDescription, alias: String = "t") -> String {
+        (["\(alias).\"id\"", "\(alias).xmin"] + entity.columnIndices.map { "\(alias).\(quoteIdentifier(entity.columnName(of: $0)))" })
+            .joined(separator: ", ")
+    }
+
+    /// Decodes a row selected with ``selectList(_:alias:)``.
+    static func decodeSnapshot(_ row: Row, entity: EntityDescription) throws -> (Int64, RowSnapshot) {
+        let key = try row.decode(Int64.self, at: 0)
+        let version = try row.decode(TransactionID.self, at: 1).rawValue
+        var values = [AttributeValue](repeating: .null, count: entity.properties.count)
+        for (position, index) in entity.columnIndices.enumerated() {
+            let column = position + 2
+            if let attribute = entity.properties[index].attribute {
+                values[index] = try ValueCoding.decode(row, at: column, as: attribute.attributeType)
+            } else if !row.isNull(at: column) {
+                values[index] = .object(ManagedObjectID(entity: entity.destination(of: index),
+                                                        primaryKey: try row.decode(Int64.self, at: column)))
+            }
+        }
+        return (key, RowSnapshot(values: values, version: version))
+    }
+
+    /// The current rows of `keys` (missing keys have no row).
+    func fetchSnapshots(_ entity: EntityDescription, keys: [Int64]) async throws -> [(Int64, RowSnapshot)] {
+        try await withConnection { connection in
+            try await Self.fetchSnapshots(entity, keys: keys, on: connection)
+        }
+    }
+
+    static func fetchSnapshots(_ entity: EntityDescription, keys: [Int64], on connection: Connection) async throws -> [(Int64, RowSnapshot)] {
+        let result = try await connection.query(
+            "SELECT \(selectList(entity)) FROM \(quoteIdentifier(entity.tableName)) AS t WHERE t.\"id\" = ANY($1)", keys)
+        return try result.map { try decodeSnapshot($0, entity: entity) }
+    }
+
+    /// Rows of a fetch request, in its order.
+    func fetchSnapshots(sql: String, bindings: PostgresBindings, entity: EntityDescription) async throws -> [(Int64, RowSnapshot)] {
+        try await withConnection { connection in
+            let result = try await connection.query(sql, bindings: bindings)
+            var rows: [(Int64, RowSnapshot)] = []
+            rows.reserveCapacity(result.count)
+            for row in result { rows.append(try Self.decodeSnapshot(row, entity: entity)) }
+            return rows
+        }
+    }
+
+    /// The first column of every row, as keys (IDs, counts).
+    func fetchIntegers(sql: String, bindings: PostgresBindings) async throws -> [Int64] {
+        try await withConnection { connection in
+            try await connection.query(sql, bindings: bindings).map { try $0.decode(Int64.self, at: 0) }
+        }
+    }
+
+    /// The keys of the objects a relationship stored elsewhere relates `owner` to.
+    func fetchRelatedKeys(_ entity: EntityDescription, relationship index: Int, owner: Int64) async throws -> [Int64] {
+        let destination = entity.destination(of: index)
+        let sql: String
+        switch entity.storage(of: index) {
+        case .inverseForeignKey:
+            let column = destination.columnName(of: entity.inverseIndex(of: index))
+            sql = "SELECT \"id\" FROM \(quoteIdentifier(destination.tableName)) WHERE \(quoteIdentifier(column)) = $1 ORDER BY \"id\""
+        case .joinTable(let join):
+            sql = "SELECT \(quoteIdentifier(join.destinationColumn)) FROM \(quoteIdentifier(join.name)) WHERE \(quoteIdentifier(join.sourceColumn)) = $1 ORDER BY 1"
+        case .foreignKey:
+            return []
+        }
+        return try await fetchIntegers(sql: sql, bindings: try PostgresBindings(owner))
+    }
+
+    /// Allocates primary keys from the entities' identity sequences, in one round trip for
+    /// all of them: `SELECT n, nextval(seq) FROM generate_series(1, $count) … UNION ALL …`.
+    func allocateKeys(_ counts: [(EntityDescription, Int)]) async throws -> [EntityDescription: [Int64]] {
+        let wanted = counts.filter { $0.1 > 0 }
+        guard !wanted.isEmpty else { return [:] }
+        let loaded = try loaded()
+        var bindings = PostgresBindings()
+        var parts: [String] = []
+        for (position, (entity, count)) in wanted.enumerated() {
+            try bindings.append(loaded.sequences[entity.modelIndex])
+            try bindings.append(Int64(count))
+            parts.append("SELECT \(position)::int4, nextval($\(bindings.count - 1)::regclass) FROM generate_series(1, $\(bindings.count))")
+        }
+        let rows = try await withConnection { connection in
+            try await connection.query(parts.joined(separator: " UNION ALL "), bindings: bindings)
+                .map { try $0.decode((Int32, Int64).self) }
+        }
+        var result: [EntityDescription: [Int64]] = [:]
+        for (position, key) in rows { result[wanted[Int(position)].0, default: []].append(key) }
+        return result
+    }
+
+    /// Runs a save plan in one transaction. Version-checked statements that miss rows roll
+    /// the transaction back and report the rows as they are now.
+    func execute(_ plan: SavePlan) async throws -> SaveOutcome {
+        do {
+            return try await withConnection { connection in
+                try await connection.withTransaction { connection in
+                    var version: UInt32?
+                    if plan.insertsRows {
+                        let txid = try await connection.query("SELECT txid_current()")
+                        version = UInt32(truncatingIfNeeded: try txid[0].decode(Int64.self, at: 0))
+                    }
+                    for statement in plan.statements {
+                        let result = try await connection.query(statement.sql, bindings: statement.bindings)
+                        guard case .versions(let entity, let keys) = statement.check, result.count != keys.count else { continue }
+                        let returned = Set(try result.map { try $0.decode(Int64.self, at: 0) })
+                        let missing = keys.filter { !returned.contains($0) }
+                        let current = Dictionary(try await Self.fetchSnapshots(entity, keys: missing, on: connection),
+                                                 uniquingKeysWith: { first, _ in first })
+                        throw ConflictsFound(conflicts: missing.map { (ManagedObjectID(entity: entity, primaryKey: $0), current[$0]) })
+                    }
+                    if version == nil, plan.statements.contains(where: { if case .versions = $0.check { true } else { false } }) {
+                        let txid = try await connection.query("SELECT txid_current()")
+                        version = UInt32(truncatingIfNeeded: try txid[0].decode(Int64.self, at: 0))
+                    }
+                    return .saved(version: version)
+                }
+            }
+        } catch let found as ConflictsFound {
+            return .conflicts(found.conflicts)
+        }
+    }
+}

@@ -1,0 +1,184 @@
+import PostgresClient
+
+/// The statements of one save, computed purely from the context's changes: one `INSERT …
+/// SELECT FROM unnest(…)` per entity, one version-checked `UPDATE … FROM unnest(…)` per
+/// entity and set of changed columns, join-table changes, then one version-checked
+/// `DELETE … USING unnest(…)` per entity. Round trips do not grow with the number of objects.
+struct SavePlan: Sendable {
+    struct Insert {
+        var entity: EntityDescription
+        var key: Int64
+        /// One value per property; relationships already resolved to permanent IDs.
+        var values: [AttributeValue]
+    }
+
+    struct Update {
+        var entity: EntityDescription
+        var key: Int64
+        var version: UInt32
+        var values: [AttributeValue]
+        /// Column properties whose value changed.
+        var changed: [Int]
+    }
+
+    struct Delete {
+        var entity: EntityDescription
+        var key: Int64
+        var version: UInt32
+    }
+
+    struct JoinChange: Hashable {
+        var table: JoinTable
+        var source: Int64
+        var destination: Int64
+    }
+
+    enum Check: Sendable {
+        /// Every key must come back from `RETURNING`; a missing one is a conflict.
+        case versions(entity: EntityDescription, keys: [Int64])
+        case none
+    }
+
+    struct Statement: Sendable {
+        var sql: String
+        var bindings: PostgresBindings
+        var check: Check
+    }
+
+    var statements: [Statement] = []
+    /// True when rows are inserted: the save then reads its transaction ID once, the version
+    /// of every row it writes.
+    var insertsRows = false
+
+    init(inserts: [Insert], updates: [Update], deletes: [Delete], joinInserts: [JoinChange],
+         joinDeletes: [JoinChange]) throws {
+        // Updates first: a deletion's ON DELETE SET NULL must not change rows this save
+        // updates (their version check would fail). Deletions before inserts, so a new row
+        // may take a unique value a deleted one held.
+        try planUpdates(updates)
+        try planJoinChanges(joinDeletes, insert: false)
+        try planDeletes(deletes)
+        try planInserts(inserts)
+        try planJoinChanges(joinInserts, insert: true)
+    }
+
+    var isEmpty: Bool { statements.isEmpty }
+
+    private static func grouped<Element>(_ elements: [Element], by entity: (Element) -> EntityDescription)
+        -> [(EntityDescription, [Element])] {
+        var order: [EntityDescription] = []
+        var groups: [EntityDescription: [Element]] = [:]
+        for element in elements {
+            let key = entity(element)
+            if groups[key] == nil { order.append(key) }
+            groups[key, default: []].append(element)
+        }
+        return order.map { ($0, groups[$0]!) }
+    }
+
+    private mutating func planInserts(_ inserts: [Insert]) throws {
+        for (entity, rows) in Self.grouped(inserts, by: \.entity) {
+            insertsRows = true
+            var bindings = PostgresBindings()
+            try bindings.append(rows.map(\.key))
+            var columns = [quoteIdentifier("id")]
+            var casts = ["$1::bigint[]"]
+            for index in entity.columnIndices {
+                let type = Self.columnType(entity, index)
+                try ValueCoding.appendArray(rows.map { $0.values[index] }, of: type, to: &bindings)
+                columns.append(quoteIdentifier(entity.columnName(of: index)))
+                casts.append("$\(bindings.count)::\(type.sqlType)[]")
+            }
+            let sql = "INSERT INTO \(quoteIdentifier(entity.tableName)) (\(columns.joined(separator: ", "))) SELECT * FROM unnest(\(casts.joined(separator: ", ")))"
+            statements.append(Statement(sql: sql, bindings: bindings, check: .none))
+        }
+    }
+
+    private mutating func planUpdates(_ updates: [Update]) throws {
+        for (entity, rows) in Self.grouped(updates, by: \.entity) {
+            var byColumns: [[Int]: [Update]] = [:]
+            var order: [[Int]] = []
+            for row in rows {
+                if byColumns[row.changed] == nil { order.append(row.changed) }
+                byColumns[row.changed, default: []].append(row)
+            }
+            for changed in order {
+                let group = byColumns[changed]!
+                var bindings = PostgresBindings()
+                try bindings.append(group.map(\.key))
+                try bindings.append(group.map { TransactionID($0.version) })
+                var casts = ["$1::bigint[]", "$2::xid[]"]
+                var aliases = ["k", "v"]
+                var assignments: [String] = []
+                for (position, index) in changed.enumerated() {
+                    let type = Self.columnType(entity, index)
+                    try ValueCoding.appendArray(group.map { $0.values[index] }, of: type, to: &bindings)
+                    casts.append("$\(bindings.count)::\(type.sqlType)[]")
+                    aliases.append("c\(position)")
+                    assignments.append("\(quoteIdentifier(entity.columnName(of: index))) = u.c\(position)")
+                }
+                if assignments.isEmpty {
+                    // Only join-table changes: still check (and bump) the version.
+                    assignments.append("\"id\" = u.k")
+                }
+                let sql = "UPDATE \(quoteIdentifier(entity.tableName)) AS t SET \(assignments.joined(separator: ", ")) FROM unnest(\(casts.joined(separator: ", "))) AS u(\(aliases.joined(separator: ", "))) WHERE t.\"id\" = u.k AND t.xmin = u.v RETURNING t.\"id\""
+                statements.append(Statement(sql: sql, bindings: bindings, check: .versions(entity: entity, keys: group.map(\.key))))
+            }
+        }
+    }
+
+    private mutating func planDeletes(_ deletes: [Delete]) throws {
+        // Entities whose rows reference others go first, so ON DELETE CASCADE of a parent
+        // does not remove a child row before its own version-checked DELETE.
+        let groups = Self.grouped(deletes, by: \.entity).sorted { lhs, rhs in
+            Self.references(lhs.0, rhs.0) && !Self.references(rhs.0, lhs.0)
+        }
+        for (entity, rows) in groups {
+            var bindings = PostgresBindings()
+            try bindings.append(rows.map(\.key))
+            try bindings.append(rows.map { TransactionID($0.version) })
+            let sql = "DELETE FROM \(quoteIdentifier(entity.tableName)) AS t USING unnest($1::bigint[], $2::xid[]) AS u(k, v) WHERE t.\"id\" = u.k AND t.xmin = u.v RETURNING t.\"id\""
+            statements.append(Statement(sql: sql, bindings: bindings, check: .versions(entity: entity, keys: rows.map(\.key))))
+        }
+    }
+
+    private mutating func planJoinChanges(_ changes: [JoinChange], insert: Bool) throws {
+        var byTable: [String: (JoinTable, [JoinChange])] = [:]
+        var order: [String] = []
+        // The two sides of a pair see the join table's columns swapped: normalise first.
+        let normalised = changes.map { change in
+            change.table.sourceColumn <= change.table.destinationColumn ? change : JoinChange(
+                table: JoinTable(name: change.table.name, sourceColumn: change.table.destinationColumn,
+                                 destinationColumn: change.table.sourceColumn),
+                source: change.destination, destination: change.source)
+        }
+        for change in Set(normalised) {
+            if byTable[change.table.name] == nil { order.append(change.table.name) }
+            byTable[change.table.name, default: (change.table, [])].1.append(change)
+        }
+        for name in order.sorted() {
+            let (table, rows) = byTable[name]!
+            var bindings = PostgresBindings()
+            try bindings.append(rows.map(\.source))
+            try bindings.append(rows.map(\.destination))
+            let source = quoteIdentifier(table.sourceColumn)
+            let destination = quoteIdentifier(table.destinationColumn)
+            let sql = insert
+                ? "INSERT INTO \(quoteIdentifier(name)) (\(source), \(destination)) SELECT * FROM unnest($1::bigint[], $2::bigint[]) ON CONFLICT DO NOTHING"
+                : "DELETE FROM \(quoteIdentifier(name)) AS j USING unnest($1::bigint[], $2::bigint[]) AS u(s, d) WHERE j.\(source) = u.s AND j.\(destination) = u.d"
+            statements.append(Statement(sql: sql, bindings: bindings, check: .none))
+        }
+    }
+
+    /// The column type of a stored property (a foreign key is a bigint).
+    static func columnType(_ entity: EntityDescription, _ index: Int) -> AttributeType {
+        entity.properties[index].attribute?.attributeType ?? .integer64
+    }
+
+    /// True when `entity` has a foreign key to `other`.
+    private static func references(_ entity: EntityDescription, _ other: EntityDescription) -> Bool {
+        entity.columnIndices.contains { index in
+            entity.properties[index].relationship != nil && entity.destination(of: index) === other
+        }
+    }
+}

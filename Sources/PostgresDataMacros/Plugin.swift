@@ -1,0 +1,7 @@
+import SwiftCompilerPlugin
+import SwiftSyntaxMacros
+
+@main
+struct PostgresDataMacrosPlugin: CompilerPlugin {
+    let providingMacros: [any Macro.Type] = []
+}
