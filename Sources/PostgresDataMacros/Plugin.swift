@@ -3,5 +3,9 @@ import SwiftSyntaxMacros
 
 @main
 struct PostgresDataMacrosPlugin: CompilerPlugin {
-    let providingMacros: [any Macro.Type] = []
+    let providingMacros: [any Macro.Type] = [
+        EntityMacro.self,
+        PersistentPropertyMacro.self,
+        TransientMacro.self,
+    ]
 }

@@ -128,12 +128,17 @@ public final class EntityDescription: @unchecked Sendable, Hashable, CustomStrin
                 problems.append("\(label) points at entity \"\(relationship.destinationEntityName)\", which is not in the model")
                 continue
             }
-            guard let inverseIndex = destination.propertyIndexByName[relationship.inverseName],
+            let inverseName = relationship.inverseName.isEmpty ? destination.inverseName(pointingAt: self, from: relationship.name) : relationship.inverseName
+            guard let inverseName, let inverseIndex = destination.propertyIndexByName[inverseName],
                   case .relationship(let inverse) = destination.properties[inverseIndex] else {
-                problems.append("\(label) names the inverse \"\(relationship.inverseName)\", which is not a relationship of \(destination.name); every relationship needs an inverse")
+                problems.append(relationship.inverseName.isEmpty
+                    ? "\(label) has no inverse: name it (inverse: \\\(destination.name).…) on one side; every relationship needs an inverse"
+                    : "\(label) names the inverse \"\(relationship.inverseName)\", which is not a relationship of \(destination.name); every relationship needs an inverse")
                 continue
             }
-            guard inverse.destinationEntityName == name, inverse.inverseName == relationship.name else {
+            guard inverse.destinationEntityName == name,
+                  inverse.inverseName == relationship.name || (inverse.inverseName.isEmpty && !relationship.inverseName.isEmpty)
+                    || (relationship.inverseName.isEmpty && inverseName == inverse.name) else {
                 problems.append("\(label) and its inverse \(destination.name).\(inverse.name) do not point at each other")
                 continue
             }
@@ -175,6 +180,15 @@ public final class EntityDescription: @unchecked Sendable, Hashable, CustomStrin
             isResolved = problems.isEmpty
         }
         return problems
+    }
+
+    /// The relationship of this entity that is the inverse of `source`'s relationship `name`:
+    /// the one naming it as inverse, or else the only one pointing at `source` without an inverse.
+    func inverseName(pointingAt source: EntityDescription, from name: String) -> String? {
+        let candidates = relationships.filter { $0.destinationEntityName == source.name }
+        if let named = candidates.first(where: { $0.inverseName == name }) { return named.name }
+        let unnamed = candidates.filter { $0.inverseName.isEmpty && ($0.name != name || source !== self) }
+        return unnamed.count == 1 ? unnamed[0].name : nil
     }
 
     /// The join table of a many-to-many pair, named after the side that sorts first

@@ -22,6 +22,7 @@ public final class PersistentStoreCoordinator: Sendable {
     }
 
     private let store = Locked<LoadedStore?>(nil)
+    private let requests = Locked<Int>(0)
     private let observers = Locked<[WeakContext]>([])
 
     /// A coordinator for `model`; add a store before using it.
@@ -115,9 +116,14 @@ public final class PersistentStoreCoordinator: Sendable {
         return loaded
     }
 
+    /// How many requests (fetches, faults filled, key allocations, saves) reached the
+    /// database so far: a way to see that faults fill lazily and saves batch.
+    public var requestCount: Int { requests.withLock { $0 } }
+
     /// Runs `body` with a pooled connection, translating errors.
     func withConnection<T: Sendable>(_ body: (Connection) async throws -> T) async throws -> T {
         let loaded = try loaded()
+        requests.withLock { $0 += 1 }
         do {
             return try await loaded.pool.withConnection(body)
         } catch {

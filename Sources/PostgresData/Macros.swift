@@ -1,0 +1,62 @@
+/// Makes a `ManagedObject` subclass an entity: its stored properties become typed accessors
+/// backed by the context's change tracking, and the class gets its ``EntityDescription``.
+///
+/// Core Data equivalent: an entity of the model editor with a generated class; SwiftData's
+/// `@Model`.
+///
+/// ```swift
+/// @Entity final class Item: ManagedObject {
+///     var name: String
+///     var createdAt: Date
+///     var done = false
+///     @Attribute(minValue: 0) var weight = 0
+///     @Relationship(deleteRule: .nullify, inverse: \TodoList.items) var list: TodoList?
+/// }
+/// ```
+///
+/// Every stored `var` is persistent unless marked `@Transient`. Attribute types are the
+/// ``PersistentAttributeValue`` types and any `Codable` type (stored as `jsonb`); a property
+/// of a `ManagedObject` type is a to-one relationship, a `Set` of one a to-many relationship.
+/// Options: `tableName`, `uniquenessConstraints` (property names), `indexes`.
+@attached(member, names: named(_$entity), named(entity))
+@attached(memberAttribute)
+public macro Entity(tableName: String? = nil, uniquenessConstraints: [[String]] = [], indexes: [[String]] = []) =
+    #externalMacro(module: "PostgresDataMacros", type: "EntityMacro")
+
+/// Options of an attribute of an `@Entity` class: constraints (checked by the context and
+/// by `CHECK` clauses of the schema), uniqueness, an index, a column name.
+///
+/// Core Data equivalent: the attribute inspector; SwiftData's `@Attribute`.
+@attached(accessor, names: named(init), named(get), named(set))
+@attached(peer, names: prefixed(`_$`), prefixed(`_$i_`))
+public macro Attribute(
+    _ options: AttributeOption..., minValue: Double? = nil, maxValue: Double? = nil, minLength: Int? = nil,
+    maxLength: Int? = nil, regularExpression: String? = nil, columnName: String? = nil
+) = #externalMacro(module: "PostgresDataMacros", type: "PersistentPropertyMacro")
+
+/// Options of a relationship of an `@Entity` class: delete rule, inverse, count limits.
+/// One side of each pair names the inverse (`inverse: \TodoList.items`); the other side finds it.
+///
+/// Core Data equivalent: the relationship inspector; SwiftData's `@Relationship`.
+@attached(accessor, names: named(init), named(get), named(set))
+@attached(peer, names: prefixed(`_$`), prefixed(`_$i_`))
+public macro Relationship(
+    deleteRule: DeleteRule = .nullify, inverse: AnyKeyPath? = nil, minCount: Int = 0, maxCount: Int = 0
+) = #externalMacro(module: "PostgresDataMacros", type: "PersistentPropertyMacro")
+
+/// Marks a stored property of an `@Entity` class as not persistent.
+@attached(peer)
+public macro Transient() = #externalMacro(module: "PostgresDataMacros", type: "TransientMacro")
+
+/// Added by `@Entity` to each persistent property without options.
+@attached(accessor, names: named(init), named(get), named(set))
+@attached(peer, names: prefixed(`_$`), prefixed(`_$i_`))
+public macro _PersistentProperty() = #externalMacro(module: "PostgresDataMacros", type: "PersistentPropertyMacro")
+
+/// Options of ``Attribute(_:minValue:maxValue:minLength:maxLength:regularExpression:columnName:)``.
+public enum AttributeOption: Sendable, Hashable {
+    /// No two objects may have the same value (`UNIQUE`).
+    case unique
+    /// The column gets an index.
+    case indexed
+}

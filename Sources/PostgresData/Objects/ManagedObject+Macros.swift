@@ -1,0 +1,105 @@
+import Foundation
+
+// Support for the code `@Entity` generates. Not for direct use.
+extension ManagedObject {
+    /// An attribute property of an `@Entity` class.
+    public static func _$property<Value: PersistentAttributeValue>(
+        _ name: String, _ type: Value.Type, default defaultValue: Value? = nil, _ options: AttributeOption...,
+        minValue: Double? = nil, maxValue: Double? = nil, minLength: Int? = nil, maxLength: Int? = nil,
+        regularExpression: String? = nil, columnName: String? = nil
+    ) -> PropertyDescription {
+        .attribute(AttributeDescription(
+            name: name, valueType: Value.self, defaultValue: defaultValue, minValue: minValue, maxValue: maxValue,
+            minLength: minLength, maxLength: maxLength, regularExpression: regularExpression,
+            isIndexed: options.contains(.indexed), isUnique: options.contains(.unique), columnName: columnName))
+    }
+
+    /// An attribute of an `@Entity` class declared only by its default value (`var done = false`).
+    public static func _$property<Value: PersistentAttributeValue>(
+        _ name: String, default defaultValue: Value, _ options: AttributeOption...,
+        minValue: Double? = nil, maxValue: Double? = nil, minLength: Int? = nil, maxLength: Int? = nil,
+        regularExpression: String? = nil, columnName: String? = nil
+    ) -> PropertyDescription {
+        .attribute(AttributeDescription(
+            name: name, valueType: Value.self, defaultValue: defaultValue, minValue: minValue, maxValue: maxValue,
+            minLength: minLength, maxLength: maxLength, regularExpression: regularExpression,
+            isIndexed: options.contains(.indexed), isUnique: options.contains(.unique), columnName: columnName))
+    }
+
+    /// A `Codable` attribute (stored as `jsonb`).
+    @_disfavoredOverload
+    public static func _$property<Value: Codable>(
+        _ name: String, _ type: Value.Type, default defaultValue: Value? = nil, _ options: AttributeOption...,
+        columnName: String? = nil
+    ) -> PropertyDescription {
+        .attribute(AttributeDescription(name: name, valueType: Value.self, defaultValue: defaultValue,
+                                        isIndexed: options.contains(.indexed), isUnique: options.contains(.unique),
+                                        columnName: columnName))
+    }
+
+    /// An optional to-one relationship.
+    public static func _$property<Destination: ManagedObject>(
+        _ name: String, _ type: Destination?.Type, deleteRule: DeleteRule = .nullify, inverse: String = "",
+        minCount: Int = 0, maxCount: Int = 0
+    ) -> PropertyDescription {
+        .relationship(RelationshipDescription(name: name, destination: "\(Destination.self)", inverse: inverse,
+                                              deleteRule: deleteRule, isOptional: true))
+    }
+
+    /// A required to-one relationship.
+    public static func _$property<Destination: ManagedObject>(
+        _ name: String, _ type: Destination.Type, deleteRule: DeleteRule = .nullify, inverse: String = "",
+        minCount: Int = 0, maxCount: Int = 0
+    ) -> PropertyDescription {
+        .relationship(RelationshipDescription(name: name, destination: "\(Destination.self)", inverse: inverse,
+                                              deleteRule: deleteRule, isOptional: false))
+    }
+
+    /// A to-many relationship.
+    public static func _$property<Destination: ManagedObject>(
+        _ name: String, _ type: Set<Destination>.Type, deleteRule: DeleteRule = .nullify, inverse: String = "",
+        minCount: Int = 0, maxCount: Int = 0
+    ) -> PropertyDescription {
+        .relationship(RelationshipDescription(name: name, destination: "\(Destination.self)", inverse: inverse,
+                                              toMany: true, deleteRule: deleteRule, minCount: minCount, maxCount: maxCount))
+    }
+
+    /// The index of a property of an `@Entity` class.
+    public static func _$index(_ entity: EntityDescription, _ name: String) -> Int {
+        guard let index = entity.propertyIndex(named: name) else {
+            preconditionFailure("\(entity.name) has no property \(name); @Entity and its description disagree")
+        }
+        return index
+    }
+
+    @inlinable public final func _$get<Value: PersistentAttributeValue>(_ index: Int) -> Value {
+        _$attribute(index, as: Value.self)
+    }
+
+    @_disfavoredOverload
+    public final func _$get<Value: Codable>(_ index: Int) -> Value { _$attribute(index, as: Value.self) }
+
+    public final func _$get<Destination: ManagedObject>(_ index: Int) -> Destination? { _$toOne(index, as: Destination.self) }
+
+    public final func _$get<Destination: ManagedObject>(_ index: Int) -> Destination {
+        guard let object = _$toOne(index, as: Destination.self) else {
+            preconditionFailure("\(entity.name).\(entity.properties[index].name) is a required relationship but is nil")
+        }
+        return object
+    }
+
+    public final func _$get<Destination: ManagedObject>(_ index: Int) -> Set<Destination> {
+        _$toMany(index, as: Destination.self)
+    }
+
+    @inlinable public final func _$set<Value: PersistentAttributeValue>(_ index: Int, _ value: Value) {
+        _$setAttribute(index, value)
+    }
+
+    @_disfavoredOverload
+    public final func _$set<Value: Codable>(_ index: Int, _ value: Value) { _$setAttribute(index, value) }
+
+    public final func _$set<Destination: ManagedObject>(_ index: Int, _ value: Destination?) { _$setToOne(index, value) }
+
+    public final func _$set<Destination: ManagedObject>(_ index: Int, _ value: Set<Destination>) { _$setToMany(index, value) }
+}

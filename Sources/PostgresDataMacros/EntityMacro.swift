@@ -1,0 +1,134 @@
+import SwiftDiagnostics
+import SwiftSyntax
+import SwiftSyntaxBuilder
+import SwiftSyntaxMacros
+
+/// `@Entity`: adds `@_PersistentProperty` to stored properties without options, and the
+/// class's entity description built from every persistent property in declaration order.
+public struct EntityMacro: MemberMacro, MemberAttributeMacro {
+    public static func expansion(
+        of node: AttributeSyntax, attachedTo declaration: some DeclGroupSyntax,
+        providingAttributesFor member: some DeclSyntaxProtocol, in context: some MacroExpansionContext
+    ) throws -> [AttributeSyntax] {
+        guard let property = StoredProperty(member), property.isPersistent, property.optionsAttribute == nil else { return [] }
+        return ["@_PersistentProperty"]
+    }
+
+    public static func expansion(
+        of node: AttributeSyntax, providingMembersOf declaration: some DeclGroupSyntax,
+        conformingTo protocols: [TypeSyntax], in context: some MacroExpansionContext
+    ) throws -> [DeclSyntax] {
+        guard let classDecl = declaration.as(ClassDeclSyntax.self) else {
+            context.diagnose(Diagnostic(node: node, message: EntityDiagnostic.notAClass))
+            return []
+        }
+        let className = classDecl.name.text
+        var descriptions: [String] = []
+        for member in classDecl.memberBlock.members {
+            guard let property = StoredProperty(member.decl), property.isPersistent else { continue }
+            guard property.type != nil || property.initializer != nil else {
+                context.diagnose(Diagnostic(node: member.decl, message: EntityDiagnostic.needsType(property.name)))
+                continue
+            }
+            descriptions.append(description(of: property))
+        }
+        var entityArguments = "name: \"\(className)\", managedObjectClass: \(className).self, properties: [\n"
+        entityArguments += descriptions.map { "        \($0)," }.joined(separator: "\n")
+        entityArguments += "\n    ]"
+        if let arguments = node.arguments?.as(LabeledExprListSyntax.self) {
+            for argument in arguments {
+                guard let label = argument.label?.text else { continue }
+                entityArguments += ", \(label): \(argument.expression.trimmedDescription)"
+            }
+        }
+        return [
+            "nonisolated static let _$entity = PostgresData.EntityDescription(\(raw: entityArguments))",
+            "public override class func entity() -> PostgresData.EntityDescription { _$entity }",
+        ]
+    }
+
+    /// `_$property("name", Type.self, default: value, options…)`.
+    private static func description(of property: StoredProperty) -> String {
+        var arguments = ["\"\(property.name)\""]
+        if let type = property.type { arguments.append("(\(type.trimmedDescription)).self") }
+        if let initializer = property.initializer { arguments.append("default: \(initializer.trimmedDescription)") }
+        if let options = property.optionsAttribute?.arguments?.as(LabeledExprListSyntax.self) {
+            for argument in options {
+                if argument.label?.text == "inverse" {
+                    arguments.append("inverse: \"\(lastComponent(of: argument.expression))\"")
+                } else if let label = argument.label {
+                    arguments.append("\(label.text): \(argument.expression.trimmedDescription)")
+                } else {
+                    arguments.append(argument.expression.trimmedDescription)
+                }
+            }
+        }
+        return "_$property(\(arguments.joined(separator: ", ")))"
+    }
+
+    /// `\TodoList.items` → `items`.
+    private static func lastComponent(of expression: ExprSyntax) -> String {
+        if let keyPath = expression.as(KeyPathExprSyntax.self), let last = keyPath.components.last,
+           case .property(let component) = last.component {
+            return component.declName.baseName.text
+        }
+        return expression.trimmedDescription.split(separator: ".").last.map(String.init) ?? ""
+    }
+}
+
+/// `@Attribute`, `@Relationship`, `@_PersistentProperty`: typed accessors over the object's
+/// tracked values, and the peers they need.
+public struct PersistentPropertyMacro: AccessorMacro, PeerMacro {
+    public static func expansion(
+        of node: AttributeSyntax, providingAccessorsOf declaration: some DeclSyntaxProtocol,
+        in context: some MacroExpansionContext
+    ) throws -> [AccessorDeclSyntax] {
+        guard let property = StoredProperty(declaration), property.isPersistent else { return [] }
+        let marker = "_$\(property.name)"
+        let index = "Self._$i_\(property.name)"
+        return [
+            """
+            @storageRestrictions(initializes: \(raw: marker))
+            init(initialValue) {
+                \(raw: marker) = 0
+            }
+            """,
+            "get { _$get(\(raw: index)) }",
+            "set { _$set(\(raw: index), newValue) }",
+        ]
+    }
+
+    public static func expansion(
+        of node: AttributeSyntax, providingPeersOf declaration: some DeclSyntaxProtocol,
+        in context: some MacroExpansionContext
+    ) throws -> [DeclSyntax] {
+        guard let property = StoredProperty(declaration), property.isPersistent else { return [] }
+        return [
+            "private var _$\(raw: property.name): UInt8 = 0",
+            "private static let _$i_\(raw: property.name) = _$index(entity(), \(literal: property.name))",
+        ]
+    }
+}
+
+/// `@Transient`: nothing to generate; `@Entity` skips the property.
+public struct TransientMacro: PeerMacro {
+    public static func expansion(
+        of node: AttributeSyntax, providingPeersOf declaration: some DeclSyntaxProtocol,
+        in context: some MacroExpansionContext
+    ) throws -> [DeclSyntax] { [] }
+}
+
+enum EntityDiagnostic: DiagnosticMessage {
+    case notAClass
+    case needsType(String)
+
+    var message: String {
+        switch self {
+        case .notAClass: "@Entity applies to a final class inheriting from ManagedObject"
+        case .needsType(let name): "persistent property '\(name)' needs a type annotation or an initial value"
+        }
+    }
+
+    var diagnosticID: MessageID { MessageID(domain: "PostgresDataMacros", id: "\(self)") }
+    var severity: DiagnosticSeverity { .error }
+}
