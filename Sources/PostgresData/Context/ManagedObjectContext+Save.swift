@@ -57,9 +57,12 @@ extension ManagedObjectContext {
         }
         let request = order.map { ($0, counts[$0]!) }
         let coordinator = persistentStoreCoordinator
-        var keys = try runStore { try await coordinator.allocateKeys(request) }
+        let keys = try runStore { try await coordinator.allocateKeys(request) }
+        var next: [EntityDescription: Int] = [:]
         for object in needing {
-            allocatedKeys[ObjectIdentifier(object)] = keys[object.entity]!.removeLast()
+            let position = next[object.entity, default: 0]
+            next[object.entity] = position + 1
+            allocatedKeys[ObjectIdentifier(object)] = keys[object.entity]![position]
         }
     }
 

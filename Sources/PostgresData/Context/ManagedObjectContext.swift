@@ -112,7 +112,11 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
 
     /// True when the caller runs on this context's queue.
     public var isOnQueue: Bool {
-        if concurrencyType == .mainQueue { return Thread.isMainThread }
+        // After dispatch_main() the main queue is served by worker threads, so the queue's
+        // marker is the test; the main thread itself also counts (a run loop serving it).
+        if concurrencyType == .mainQueue {
+            return DispatchQueue.getSpecific(key: queueKey) != nil || Thread.isMainThread
+        }
         return DispatchQueue.getSpecific(key: queueKey) == ObjectIdentifier(self)
     }
 

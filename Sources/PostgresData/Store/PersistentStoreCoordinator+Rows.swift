@@ -104,6 +104,7 @@ extension PersistentStoreCoordinator {
         }
         var result: [EntityDescription: [Int64]] = [:]
         for (position, key) in rows { result[wanted[Int(position)].0, default: []].append(key) }
+        for (entity, keys) in result { result[entity] = keys.sorted() }
         return result
     }
 

@@ -18,7 +18,10 @@ struct SchemaCheck {
                 let stillMissing = try await self.existingTables(connection, Array(missingTables))
                 let toCreate = missingTables.subtracting(stillMissing)
                 let statements = toCreate.sorted().flatMap { plan.statementsByTable[$0] ?? [] }
+                // Entity tables before join tables, whose columns reference them.
+                let entityTables = Set(model.entities.map { "CREATE TABLE \(quoteIdentifier($0.tableName)) (" })
                 let creates = statements.filter { $0.hasPrefix("CREATE TABLE") }
+                    .sorted { entityTables.contains(where: $0.hasPrefix) && !entityTables.contains(where: $1.hasPrefix) }
                 for statement in creates + statements.filter({ !$0.hasPrefix("CREATE TABLE") }) {
                     _ = try await connection.execute(script: statement)
                 }
