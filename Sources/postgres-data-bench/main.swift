@@ -1,6 +1,7 @@
 import CLibPQ
 import Foundation
 import PostgresClient
+import PostgresData
 import PostgresDataTesting
 
 // postgres-data-bench: every workload through PostgresClient (A) and through raw libpq (B),
@@ -79,8 +80,12 @@ func printRow(_ row: Row) {
     print("\(name) \(String(format: "%10.1f ms %10.1f ms %7.2f× %7d MiB %7d MiB", row.clientMilliseconds, row.rawMilliseconds, row.ratio, row.clientPeakMiB, row.rawPeakMiB))")
 }
 
-print("workload                                       PostgresClient        raw libpq   ratio   peak (A)   peak (B)")
-for workload in makeWorkloads(client: connection, raw: raw, rows: rows) {
+print("workload                                       PostgresData        raw libpq   ratio   peak (A)   peak (B)")
+let container = PersistentContainer(name: "Bench", model: ManagedObjectModel(BenchItem.self))
+try await container.loadPersistentStores(configuration: configuration)
+let workloads = makeWorkloads(client: connection, raw: raw, rows: rows)
+    + makeObjectWorkloads(container: container, client: connection, raw: raw, rows: rows)
+for workload in workloads {
     var clientTimes: [Double] = []
     var rawTimes: [Double] = []
     var clientPeak = 0

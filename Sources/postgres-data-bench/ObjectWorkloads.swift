@@ -1,0 +1,73 @@
+import Foundation
+import PostgresClient
+import PostgresData
+
+@Entity(tableName: "items")
+final class BenchItem: ManagedObject {
+    var name: String
+    var createdAt: Date
+    var done = false
+    var weight: Int32 = 0
+}
+
+/// Objects fetched untimed before a measured save.
+final class FetchedObjects: @unchecked Sendable {
+    var context: ManagedObjectContext?
+}
+
+/// The object-graph workloads: W1 (save inserted objects) and W6 (save updated objects).
+func makeObjectWorkloads(container: PersistentContainer, client connection: Connection, raw: RawConnection,
+                         rows: Int) -> [Workload] {
+    let inserts = max(1, rows / 10)
+    let updates = max(1, rows / 100)
+    let resetEmpty: () async throws -> Void = {
+        try await connection.execute(script: "TRUNCATE items RESTART IDENTITY")
+    }
+    let fetched = FetchedObjects()
+    let prepareUpdates: () async throws -> Void = {
+        try await connection.execute(script: """
+            TRUNCATE items RESTART IDENTITY;
+            INSERT INTO items(name, created_at, done, weight)
+            SELECT 'item-' || i, timestamptz '2024-01-01 00:00:00+00' + i * interval '1 second', i % 2 = 0, i % 1000
+            FROM generate_series(1, \(updates)) AS i
+            """)
+        try await connection.execute(script: "VACUUM (ANALYZE) items")
+        let context = container.newBackgroundContext()
+        try await context.perform {
+            var request = FetchRequest<BenchItem>()
+            request.fetchLimit = updates
+            let count = try context.fetch(request).count
+            precondition(count == updates)
+        }
+        fetched.context = context
+    }
+    return [
+        Workload(name: "W1 save \(inserts.formatted()) inserted objects", prepare: resetEmpty, client: {
+            let context = container.newBackgroundContext()
+            try await context.perform {
+                for i in 1...inserts {
+                    let item = BenchItem(context: context)
+                    item.name = "item-\(i)"
+                    item.createdAt = epoch.addingTimeInterval(Double(i))
+                    item.done = i % 2 == 0
+                    item.weight = Int32(i % 1000)
+                }
+                try context.save()
+            }
+        }, raw: {
+            try rawMultiRowInsert(raw, rows: inserts)
+        }),
+        Workload(name: "W6 save \(updates.formatted()) updated objects", prepare: prepareUpdates, client: {
+            let context = fetched.context!
+            try await context.perform {
+                for object in context.registeredObjects {
+                    let item = object as! BenchItem
+                    item.weight = Int32(item.objectID.primaryKey! % 1000 + 1)
+                }
+                try context.save()
+            }
+        }, raw: {
+            try rawPipelinedUpdates(raw, ids: (1...Int64(updates)).map { $0 })
+        }),
+    ]
+}
