@@ -7,7 +7,7 @@ import PostgresDataTesting
 // postgres-data-bench: every workload through PostgresClient (A) and through raw libpq (B),
 // alternating A B A B in one process run, medians printed with their ratio and peak memory.
 //
-//   swift run -c release postgres-data-bench [--rows N] [--runs N] [--cancel-runs N] [--json PATH]
+//   swift run -c release postgres-data-bench [--rows N] [--runs N] [--cancel-runs N] [--json PATH] [--only TEXT]
 //
 // Without DATABASE_URL it starts a throwaway PostgreSQL with durable settings (fsync on).
 
@@ -15,6 +15,7 @@ var rows = 1_000_000
 var runs = 5
 var cancelRuns = 50
 var jsonPath: String?
+var only: String?
 var arguments = CommandLine.arguments.dropFirst().makeIterator()
 while let argument = arguments.next() {
     switch argument {
@@ -22,8 +23,9 @@ while let argument = arguments.next() {
     case "--runs": runs = Int(arguments.next() ?? "") ?? runs
     case "--cancel-runs": cancelRuns = Int(arguments.next() ?? "") ?? cancelRuns
     case "--json": jsonPath = arguments.next()
+    case "--only": only = arguments.next()
     default:
-        print("usage: postgres-data-bench [--rows N] [--runs N] [--cancel-runs N] [--json PATH]")
+        print("usage: postgres-data-bench [--rows N] [--runs N] [--cancel-runs N] [--json PATH] [--only TEXT]")
         exit(argument == "--help" ? 0 : 2)
     }
 }
@@ -85,7 +87,7 @@ let container = PersistentContainer(name: "Bench", model: ManagedObjectModel(Ben
 try await container.loadPersistentStores(configuration: configuration)
 let workloads = makeWorkloads(client: connection, raw: raw, rows: rows)
     + makeObjectWorkloads(container: container, client: connection, raw: raw, rows: rows)
-for workload in workloads {
+for workload in workloads where only.map(workload.name.contains) ?? true {
     var clientTimes: [Double] = []
     var rawTimes: [Double] = []
     var clientPeak = 0

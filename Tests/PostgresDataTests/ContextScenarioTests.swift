@@ -149,9 +149,7 @@ import Testing
     @Test func faultsFillLazilyFromTheRowCacheOrOneQuery() async throws {
         let container = try await makeContainer()
         let coordinator = container.persistentStoreCoordinator
-        let holder = container.newBackgroundContext()
-        let (listID, itemIDs) = try await holder.perform {
-            let context = holder
+        let (listID, itemIDs) = try await container.performBackgroundTask { context in
             let list = TodoList(context: context)
             list.title = "L"
             let items = (0..<3).map { index -> Item in
@@ -163,6 +161,9 @@ import Testing
             try context.save()
             return (list.objectID, items.map(\.objectID))
         }
+        // A context that fetched the list keeps its row in the coordinator's row cache.
+        let holder = container.newBackgroundContext()
+        try await holder.perform { _ = try holder.fetch(FetchRequest<TodoList>()) }
         let context = container.newBackgroundContext()
         try await context.perform { () throws in
             let start = coordinator.requestCount

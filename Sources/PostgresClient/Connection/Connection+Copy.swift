@@ -38,6 +38,23 @@ public struct CopyWriter: ~Copyable {
         if buffer.count >= Self.flushThreshold { try flush() }
     }
 
+    /// Appends rows already encoded in COPY's binary row format (per row: the field count
+    /// as a 16-bit integer, then each field's 32-bit length and bytes, -1 for NULL).
+    ///
+    /// For layers that encode rows ahead of time, off the connection's thread.
+    public mutating func appendEncodedRows(_ bytes: [UInt8], count: Int) throws {
+        if buffer.count > 0 && buffer.count + bytes.count > Self.flushThreshold { try flush() }
+        if bytes.count >= Self.flushThreshold {
+            if isCanceled() {
+                throw PostgresError(.canceled, message: "the COPY was canceled", sqlState: .queryCanceled)
+            }
+            try bytes.withUnsafeBytes { try send($0) }
+        } else {
+            buffer.writeBytes(bytes)
+        }
+        rowCount += count
+    }
+
     mutating func flush() throws {
         if isCanceled() {
             throw PostgresError(.canceled, message: "the COPY was canceled", sqlState: .queryCanceled)

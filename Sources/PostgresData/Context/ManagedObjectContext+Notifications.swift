@@ -76,7 +76,7 @@ extension ManagedObjectContext {
     public func processPendingChanges() {
         guard !pendingChanges.isEmpty else { return }
         let changes = ContextObjectsDidChange(
-            insertedObjectIDs: pendingChanges.inserted, updatedObjectIDs: pendingChanges.updated,
+            insertedObjectIDs: Set(pendingChanges.inserted), updatedObjectIDs: pendingChanges.updated,
             deletedObjectIDs: pendingChanges.deleted, refreshedObjectIDs: pendingChanges.refreshed)
         pendingChanges = PendingChanges()
         notificationHub.post(.objectsDidChange(changes))

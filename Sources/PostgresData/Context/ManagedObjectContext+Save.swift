@@ -1,3 +1,4 @@
+import Foundation
 import PostgresClient
 
 extension ManagedObjectContext {
@@ -38,16 +39,11 @@ extension ManagedObjectContext {
         let temporary = objects.filter { $0.objectID.isTemporaryID && $0.managedObjectContext === self }
         guard !temporary.isEmpty else { return }
         try allocateKeys(for: temporary)
-        var map: [ManagedObjectID: ManagedObjectID] = [:]
-        for object in temporary {
-            let key = allocatedKeys.removeValue(forKey: ObjectIdentifier(object))!
-            map[object.objectID] = ManagedObjectID(entity: object.entity, primaryKey: key)
-        }
-        replaceIDs(map)
+        makeAllocatedKeysPermanent(temporary)
     }
 
     private func allocateKeys(for objects: [ManagedObject]) throws {
-        let needing = objects.filter { $0.objectID.isTemporaryID && allocatedKeys[ObjectIdentifier($0)] == nil }
+        let needing = objects.filter { $0.objectID.isTemporaryID && $0.allocatedKey == 0 }
         guard !needing.isEmpty else { return }
         var counts: [EntityDescription: Int] = [:]
         var order: [EntityDescription] = []
@@ -62,8 +58,14 @@ extension ManagedObjectContext {
         for object in needing {
             let position = next[object.entity, default: 0]
             next[object.entity] = position + 1
-            allocatedKeys[ObjectIdentifier(object)] = keys[object.entity]![position]
+            object.allocatedKey = keys[object.entity]![position]
         }
+    }
+
+    /// The permanent ID a temporary ID will have: its object's allocated key.
+    private func allocatedID(for id: ManagedObjectID) -> ManagedObjectID? {
+        guard id.isTemporaryID, let object = registered[id], object.allocatedKey != 0 else { return nil }
+        return ManagedObjectID(entity: id.entity, primaryKey: object.allocatedKey)
     }
 
     /// Validates every changed object; throws all failures at once.
@@ -81,20 +83,15 @@ extension ManagedObjectContext {
     // MARK: Saving to the database
 
     private func saveToStore() throws {
-        try allocateKeys(for: Array(insertedSet.values))
-        var permanent: [ManagedObjectID: ManagedObjectID] = [:]
-        for object in insertedSet.values {
-            if let key = allocatedKeys[ObjectIdentifier(object)] {
-                permanent[object.objectID] = ManagedObjectID(entity: object.entity, primaryKey: key)
-            }
-        }
+        let inserted = Array(insertedSet.values)
+        try allocateKeys(for: inserted)
         let coordinator = persistentStoreCoordinator
         for _ in 0..<10 {
-            let plan = try makePlan(permanent)
+            let plan = try makePlan()
             let outcome = try runStore { try await coordinator.execute(plan) }
             switch outcome {
             case .saved(let version):
-                finishSave(version: version ?? 0, permanent: permanent)
+                finishSave(version: version ?? 0)
                 return
             case .conflicts(let conflicts):
                 try resolve(conflicts)
@@ -104,24 +101,25 @@ extension ManagedObjectContext {
         throw PostgresDataError.invalidRequest("the save kept meeting new conflicts after 10 attempts; other writers change these rows continuously")
     }
 
-    private func makePlan(_ permanent: [ManagedObjectID: ManagedObjectID]) throws -> SavePlan {
+    private func makePlan() throws -> SavePlan {
         func translate(_ values: [AttributeValue], of object: ManagedObject) throws -> [AttributeValue] {
+            guard object.entity.hasForeignKeys else { return values }
             var values = values
             for index in object.entity.columnIndices {
                 guard case .object(let id) = values[index], id.isTemporaryID else { continue }
-                guard let replacement = permanent[id] else {
+                guard let replacement = allocatedID(for: id) else {
                     throw PostgresDataError.invalidRequest("\(object.objectID).\(object.entity.properties[index].name) points at \(id), which is neither saved nor being inserted in this context")
                 }
                 values[index] = .object(replacement)
             }
             return values
         }
-        func key(_ id: ManagedObjectID) -> Int64? { id.primaryKey ?? permanent[id]?.primaryKey }
+        func key(_ id: ManagedObjectID) -> Int64? { id.primaryKey ?? allocatedID(for: id)?.primaryKey }
 
         var inserts: [SavePlan.Insert] = []
         inserts.reserveCapacity(insertedSet.count)
         for object in insertedSet.values {
-            inserts.append(SavePlan.Insert(entity: object.entity, key: key(object.objectID)!,
+            inserts.append(SavePlan.Insert(entity: object.entity, key: object.objectID.primaryKey ?? object.allocatedKey,
                                            values: try translate(object.values, of: object)))
         }
         var updates: [SavePlan.Update] = []
@@ -178,6 +176,10 @@ extension ManagedObjectContext {
         updatedSet[key] = nil
         deletedSet[key] = nil
         registered[object.objectID] = nil
+        if object.holdsCacheReference {
+            persistentStoreCoordinator.rowCache.release(CollectionOfOne(object.objectID))
+            object.holdsCacheReference = false
+        }
         object.isDeletedStorage = true
         object.changedProperties.removeAll()
         object.managedObjectContext = nil
@@ -185,30 +187,27 @@ extension ManagedObjectContext {
     }
 
     /// After the commit: permanent IDs, new snapshots, cleared change sets, notifications.
-    private func finishSave(version: UInt32, permanent: [ManagedObjectID: ManagedObjectID]) {
+    /// Rows the save inserted do not enter the row cache (no other context knows them yet).
+    private func finishSave(version: UInt32) {
         let coordinator = persistentStoreCoordinator
         let inserted = Array(insertedSet.values)
         let updated = Array(updatedSet.values)
         let deleted = Array(deletedSet.values)
         rebaseRelationshipSets()
-        replaceIDs(permanent)
-        var retained: [(ManagedObjectID, RowSnapshot)] = []
-        var refreshed: [(ManagedObjectID, RowSnapshot)] = []
-        retained.reserveCapacity(inserted.count)
+        makeAllocatedKeysPermanent(inserted)
         for object in inserted {
-            let snapshot = RowSnapshot(values: object.values, version: version)
-            object.snapshot = snapshot
+            object.snapshot = RowSnapshot(values: object.values, version: version)
             object.isInsertedStorage = false
             object.changedProperties.removeAll()
-            object.rowCache = coordinator.rowCache
-            retained.append((object.objectID, snapshot))
         }
+        var retained: [(ManagedObjectID, RowSnapshot)] = []
+        var refreshed: [(ManagedObjectID, RowSnapshot)] = []
         for object in updated {
             let snapshot = RowSnapshot(values: object.values, version: version)
             object.snapshot = snapshot
             object.changedProperties.removeAll()
-            if object.rowCache == nil {
-                object.rowCache = coordinator.rowCache
+            if !object.holdsCacheReference {
+                object.holdsCacheReference = true
                 retained.append((object.objectID, snapshot))
             } else {
                 refreshed.append((object.objectID, snapshot))
@@ -220,11 +219,11 @@ extension ManagedObjectContext {
         for object in deleted {
             registered[object.objectID] = nil
             object.managedObjectContext = nil
+            object.holdsCacheReference = false
         }
         insertedSet = [:]
         updatedSet = [:]
         deletedSet = [:]
-        allocatedKeys = [:]
         pendingChanges = PendingChanges()
         let payload = ContextDidSave(
             insertedObjectIDs: Set(inserted.map(\.objectID)), updatedObjectIDs: Set(updated.map(\.objectID)),
@@ -245,28 +244,31 @@ extension ManagedObjectContext {
         for (object, index, ids) in rebased { object.relationshipSets[index] = RelationshipSet(ids: ids) }
     }
 
-    /// Replaces object IDs everywhere in the context (temporary → permanent).
-    func replaceIDs(_ map: [ManagedObjectID: ManagedObjectID]) {
-        guard !map.isEmpty else { return }
-        for (old, new) in map {
-            guard let object = registered.removeValue(forKey: old) else { continue }
-            object.objectID = new
-            registered[new] = object
-        }
-        let entities = Set(map.keys.map(\.entity))
+    /// Gives objects with allocated keys their permanent IDs, everywhere in the context:
+    /// the identity map, foreign-key values and loaded relationships that point at them.
+    func makeAllocatedKeysPermanent(_ objects: [ManagedObject]) {
+        var destinations: Set<EntityDescription> = []
+        for object in objects where object.allocatedKey != 0 { destinations.insert(object.entity) }
+        guard !destinations.isEmpty else { return }
         for object in registered.values {
             let entity = object.entity
-            for index in entity.columnIndices where !object.values.isEmpty {
-                guard entity.properties[index].relationship != nil, entities.contains(entity.destination(of: index)),
-                      case .object(let id) = object.values[index], let replacement = map[id] else { continue }
+            guard entity.hasForeignKeys || !object.relationshipSets.isEmpty, !object.values.isEmpty else { continue }
+            for index in entity.columnIndices where entity.properties[index].relationship != nil {
+                guard destinations.contains(entity.destination(of: index)), case .object(let id) = object.values[index],
+                      let replacement = allocatedID(for: id) else { continue }
                 object.values[index] = .object(replacement)
             }
-            for (index, set) in object.relationshipSets {
-                guard entities.contains(entity.destination(of: index)) else { continue }
+            for (index, set) in object.relationshipSets where destinations.contains(entity.destination(of: index)) {
+                func map(_ id: ManagedObjectID) -> ManagedObjectID { allocatedID(for: id) ?? id }
                 object.relationshipSets[index] = RelationshipSet(
-                    ids: set.ids.map { map[$0] ?? $0 }, added: Set(set.added.map { map[$0] ?? $0 }),
-                    removed: Set(set.removed.map { map[$0] ?? $0 }))
+                    ids: set.ids.map(map), added: Set(set.added.map(map)), removed: Set(set.removed.map(map)))
             }
+        }
+        for object in objects where object.allocatedKey != 0 {
+            registered.removeValue(forKey: object.objectID)
+            object.objectID = ManagedObjectID(entity: object.entity, primaryKey: object.allocatedKey)
+            object.allocatedKey = 0
+            registered[object.objectID] = object
         }
     }
 

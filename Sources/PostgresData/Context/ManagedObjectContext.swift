@@ -58,8 +58,6 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     var deletedSet = OrderedDictionary<ObjectIdentifier, ManagedObject>()
     var recordedErrors: [PostgresDataError] = []
     var pendingChanges = PendingChanges()
-    /// Keys allocated for inserted objects by an earlier attempt to save.
-    var allocatedKeys: [ObjectIdentifier: Int64] = [:]
 
     /// A context on its own queue (or the main queue) over `coordinator`.
     public init(concurrencyType: ConcurrencyType, coordinator: PersistentStoreCoordinator) {
@@ -106,6 +104,20 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
         let kind = concurrencyType == .mainQueue ? "main queue" : "private queue"
         if let name { return "\"\(name)\" (\(kind))" }
         return "\(kind) context 0x\(String(UInt(bitPattern: ObjectIdentifier(self).hashValue), radix: 16))"
+    }
+
+    deinit {
+        releaseCacheReferences()
+    }
+
+    /// Gives back the row-cache references of every registered object, in one lock.
+    private func releaseCacheReferences() {
+        var ids: [ManagedObjectID] = []
+        for (id, object) in registered where object.holdsCacheReference {
+            ids.append(id)
+            object.holdsCacheReference = false
+        }
+        if !ids.isEmpty { persistentStoreCoordinator.rowCache.release(ids) }
     }
 
     // MARK: Running work on the context's queue
@@ -225,7 +237,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
         object.isInsertedStorage = true
         registered[object.objectID] = object
         insertedSet[key] = object
-        pendingChanges.inserted.insert(object.objectID)
+        pendingChanges.inserted.append(object.objectID)
     }
 
     /// Marks an object deleted and applies the delete rules of its relationships (nullify
@@ -311,7 +323,6 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
         insertedSet = [:]
         updatedSet = [:]
         deletedSet = [:]
-        allocatedKeys = [:]
         recordedErrors = []
         pendingChanges = PendingChanges()
     }
@@ -320,16 +331,12 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     /// unusable. Core Data equivalent: `reset()`.
     public func reset() {
         assertOnQueue()
-        for object in registered.values {
-            object.managedObjectContext = nil
-            object.rowCache?.release(object.objectID)
-            object.rowCache = nil
-        }
+        releaseCacheReferences()
+        for object in registered.values { object.managedObjectContext = nil }
         registered = [:]
         insertedSet = [:]
         updatedSet = [:]
         deletedSet = [:]
-        allocatedKeys = [:]
         recordedErrors = []
         pendingChanges = PendingChanges()
     }
@@ -358,8 +365,10 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
         object.changedProperties.removeAll()
         object.relationshipSets = [:]
         object.isFaultStorage = true
-        object.rowCache?.release(object.objectID)
-        object.rowCache = nil
+        if object.holdsCacheReference {
+            persistentStoreCoordinator.rowCache.release(CollectionOfOne(object.objectID))
+            object.holdsCacheReference = false
+        }
     }
 
     func revertToSnapshot(_ object: ManagedObject) {
@@ -402,9 +411,9 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
         object.values = values
         object.snapshot = snapshot
         object.isFaultStorage = false
-        if parent == nil && object.rowCache == nil {
+        if parent == nil && !object.holdsCacheReference {
             persistentStoreCoordinator.rowCache.retain(CollectionOfOne((object.objectID, snapshot)))
-            object.rowCache = persistentStoreCoordinator.rowCache
+            object.holdsCacheReference = true
         }
     }
 
@@ -442,9 +451,9 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
                     object.values = snapshot.values
                     object.snapshot = snapshot
                     object.isFaultStorage = false
-                    if object.rowCache == nil {
+                    if !object.holdsCacheReference {
                         cached.append((id, snapshot))
-                        object.rowCache = cache
+                        object.holdsCacheReference = true
                     }
                 }
                 objects.append(object)
@@ -456,7 +465,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
             object.values = snapshot.values
             object.snapshot = snapshot
             object.isFaultStorage = false
-            object.rowCache = cache
+            object.holdsCacheReference = true
             cached.append((id, snapshot))
             registered[id] = object
             objects.append(object)
@@ -468,7 +477,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
 
 /// Changes since the last objects-did-change notification.
 struct PendingChanges {
-    var inserted: Set<ManagedObjectID> = []
+    var inserted: [ManagedObjectID] = []
     var updated: Set<ManagedObjectID> = []
     var deleted: Set<ManagedObjectID> = []
     var refreshed: Set<ManagedObjectID> = []

@@ -58,6 +58,11 @@ public final class EntityDescription: @unchecked Sendable, Hashable, CustomStrin
             byName[property.name] = index
         }
         self.propertyIndexByName = byName
+        self.defaultValues = properties.map { $0.attribute?.defaultValue ?? .null }
+        self.relationshipIndices = properties.indices.filter { properties[$0].relationship != nil }
+        self.attributeRules = properties.enumerated().compactMap { index, property in
+            property.attribute.map { (index, AttributeRule($0)) }
+        }
     }
 
     /// The attributes, in declaration order.
@@ -96,9 +101,13 @@ public final class EntityDescription: @unchecked Sendable, Hashable, CustomStrin
     }
 
     /// Values of a newly inserted object: every attribute's default, nil relationships.
-    var defaultValues: [AttributeValue] {
-        properties.map { $0.attribute?.defaultValue ?? .null }
-    }
+    let defaultValues: [AttributeValue]
+    /// The indices of the relationships.
+    let relationshipIndices: [Int]
+    /// The attributes with the rules a value must follow, by property index.
+    let attributeRules: [(index: Int, rule: AttributeRule)]
+    /// True when some property is a to-one relationship stored as a foreign key.
+    private(set) var hasForeignKeys = false
 
     public var description: String { "EntityDescription(\(name) → \"\(tableName)\")" }
 
@@ -175,6 +184,7 @@ public final class EntityDescription: @unchecked Sendable, Hashable, CustomStrin
             self.destinations = destinations
             inverseIndices = inverses
             columnIndices = columns
+            hasForeignKeys = columns.contains { properties[$0].relationship != nil }
             derivedRelationshipIndices = derived
             modelIndex = index
             isResolved = problems.isEmpty
@@ -206,5 +216,24 @@ public final class EntityDescription: @unchecked Sendable, Hashable, CustomStrin
             destinationColumn = SchemaNaming.snakeCase(relationship.name) + "_id"
         }
         return JoinTable(name: name, sourceColumn: sourceColumn, destinationColumn: destinationColumn)
+    }
+}
+
+/// An attribute's description held by reference, so that validating many objects does not
+/// copy it for each value.
+final class AttributeRule: Sendable {
+    let attribute: AttributeDescription
+    /// True when only nil needs a check (no range, length or pattern).
+    let checksOnlyNil: Bool
+
+    init(_ attribute: AttributeDescription) {
+        self.attribute = attribute
+        checksOnlyNil = attribute.minValue == nil && attribute.maxValue == nil && attribute.minLength == nil
+            && attribute.maxLength == nil && attribute.regularExpression == nil
+    }
+
+    func violations(of value: AttributeValue) -> [String] {
+        if checksOnlyNil && !value.isNull && value.fits(attribute.attributeType) { return [] }
+        return attribute.violations(of: value)
     }
 }

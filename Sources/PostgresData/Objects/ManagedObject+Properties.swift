@@ -66,7 +66,8 @@ extension ManagedObject {
     /// saved. Core Data equivalent: `changedValues()`.
     public func changedValues() -> [String: Any] {
         var result: [String: Any] = [:]
-        for index in changedProperties {
+        let changed = isInsertedStorage ? Array(entity.columnIndices) : Array(changedProperties)
+        for index in changed {
             result[entity.properties[index].name] = values[index].anyValue ?? NSNull()
         }
         return result
@@ -97,6 +98,11 @@ extension ManagedObject {
     /// Sets a stored value and records the change with the context.
     public func setPrimitiveValue(_ value: AttributeValue, at index: Int) {
         willAccessValues()
+        if isInsertedStorage {
+            // Every value of an inserted object is written; nothing to track.
+            values[index] = value
+            return
+        }
         guard values[index] != value else { return }
         values[index] = value
         if let snapshot, snapshot.values[index] == value {

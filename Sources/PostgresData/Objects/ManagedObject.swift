@@ -34,8 +34,11 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     var isFaultStorage = true
     var isInsertedStorage = false
     var isDeletedStorage = false
-    /// Holds a reference in the coordinator's row cache while set.
-    var rowCache: RowCache?
+    /// A primary key allocated for the inserted object by a save that has not committed yet
+    /// (0: none); the ID becomes permanent with it after the commit.
+    var allocatedKey: Int64 = 0
+    /// True while the object's context holds a reference in the coordinator's row cache for it.
+    var holdsCacheReference = false
 
     /// Inserts a new object of `entity` into `context` (or makes an unregistered one when nil).
     ///
@@ -56,10 +59,6 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     public convenience init(context: ManagedObjectContext) {
         let entity = Self.entity(in: context)
         self.init(entity: entity, insertInto: context)
-    }
-
-    deinit {
-        rowCache?.release(objectID)
     }
 
     /// The entity of this class, as `@Entity` describes it. ``ManagedObject`` itself has none:
@@ -119,12 +118,15 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     func validateProperties() throws {
         willAccessValues()
         var failures: [ValidationFailure] = []
-        for (index, property) in entity.properties.enumerated() {
-            switch property {
-            case .attribute(let attribute):
-                for reason in attribute.violations(of: values[index]) {
-                    failures.append(ValidationFailure(objectID: objectID, key: attribute.name, reason: reason))
-                }
+        for (index, rule) in entity.attributeRules {
+            for reason in rule.violations(of: values[index]) {
+                failures.append(ValidationFailure(objectID: objectID, key: rule.attribute.name, reason: reason))
+            }
+        }
+        for index in entity.relationshipIndices {
+            switch entity.properties[index] {
+            case .attribute:
+                break
             case .relationship(let relationship):
                 if !relationship.isToMany, !relationship.isOptional, case .foreignKey = entity.storage(of: index),
                    values[index].isNull {

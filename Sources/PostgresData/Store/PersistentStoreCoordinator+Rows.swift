@@ -86,7 +86,7 @@ extension PersistentStoreCoordinator {
     }
 
     /// Allocates primary keys from the entities' identity sequences, in one round trip for
-    /// all of them: `SELECT n, nextval(seq) FROM generate_series(1, $count) … UNION ALL …`.
+    /// all of them: `SELECT n, array_agg(nextval(seq)) FROM generate_series(1, count) … UNION ALL …`.
     func allocateKeys(_ counts: [(EntityDescription, Int)]) async throws -> [EntityDescription: [Int64]] {
         let wanted = counts.filter { $0.1 > 0 }
         guard !wanted.isEmpty else { return [:] }
@@ -94,17 +94,19 @@ extension PersistentStoreCoordinator {
         var bindings = PostgresBindings()
         var parts: [String] = []
         for (position, (entity, count)) in wanted.enumerated() {
-            try bindings.append(loaded.sequences[entity.modelIndex])
+            // The sequence's name comes from the catalog (pg_get_serial_sequence), not from
+            // input; as a literal it is resolved once, where a `$n::regclass` parameter would
+            // be looked up again for every row.
             try bindings.append(Int64(count))
-            parts.append("SELECT \(position)::int4, nextval($\(bindings.count - 1)::regclass) FROM generate_series(1, $\(bindings.count))")
+            let sequence = SchemaPlan.quoteLiteral(loaded.sequences[entity.modelIndex])
+            parts.append("SELECT \(position)::int4, array_agg(nextval(\(sequence)::regclass)) FROM generate_series(1, $\(bindings.count))")
         }
         let rows = try await withConnection { connection in
             try await connection.query(parts.joined(separator: " UNION ALL "), bindings: bindings)
-                .map { try $0.decode((Int32, Int64).self) }
+                .map { try $0.decode((Int32, [Int64]).self) }
         }
         var result: [EntityDescription: [Int64]] = [:]
-        for (position, key) in rows { result[wanted[Int(position)].0, default: []].append(key) }
-        for (entity, keys) in result { result[entity] = keys.sorted() }
+        for (position, keys) in rows { result[wanted[Int(position)].0] = keys.sorted() }
         return result
     }
 
@@ -120,6 +122,12 @@ extension PersistentStoreCoordinator {
                         version = UInt32(truncatingIfNeeded: try txid[0].decode(Int64.self, at: 0))
                     }
                     for statement in plan.statements {
+                        if let copy = statement.copy {
+                            try await connection.copyRows(into: copy.table, columns: copy.columns) { writer in
+                                try writer.appendEncodedRows(copy.rows, count: copy.rowCount)
+                            }
+                            continue
+                        }
                         let result = try await connection.query(statement.sql, bindings: statement.bindings)
                         guard case .versions(let entity, let keys) = statement.check, result.count != keys.count else { continue }
                         let returned = Set(try result.map { try $0.decode(Int64.self, at: 0) })

@@ -3,8 +3,8 @@ import PostgresClient
 /// The coordinator's cache of row snapshots, shared by its contexts.
 ///
 /// Core Data keeps the same cache in its coordinator: a fault in any context is filled from
-/// it without a query when another context has the row. Entries live while some object
-/// refers to them (each registered object holds one reference), and saves replace them with
+/// it without a query when another context has the row. Entries live while some context
+/// holds an object of the row (one reference per context), and saves replace them with
 /// the new values and version.
 final class RowCache: Sendable {
     private struct Entry {
@@ -41,11 +41,13 @@ final class RowCache: Sendable {
         }
     }
 
-    func release(_ id: ManagedObjectID) {
+    func release(_ ids: some Sequence<ManagedObjectID>) {
         entries.withLock { entries in
-            guard var entry = entries[id] else { return }
-            entry.references -= 1
-            if entry.references <= 0 { entries[id] = nil } else { entries[id] = entry }
+            for id in ids {
+                guard var entry = entries[id] else { continue }
+                entry.references -= 1
+                if entry.references <= 0 { entries[id] = nil } else { entries[id] = entry }
+            }
         }
     }
 

@@ -1,7 +1,7 @@
 import PostgresClient
 
 /// The statements of one save, computed purely from the context's changes: one `INSERT …
-/// SELECT FROM unnest(…)` per entity, one version-checked `UPDATE … FROM unnest(…)` per
+/// SELECT FROM unnest(…)` per entity (a binary `COPY` for many rows), one version-checked `UPDATE … FROM unnest(…)` per
 /// entity and set of changed columns, join-table changes, then one version-checked
 /// `DELETE … USING unnest(…)` per entity. Round trips do not grow with the number of objects.
 struct SavePlan: Sendable {
@@ -39,11 +39,24 @@ struct SavePlan: Sendable {
         case none
     }
 
+    /// Rows for `COPY table (columns) FROM STDIN (FORMAT binary)`, encoded in advance.
+    struct Copy: Sendable {
+        var table: String
+        var columns: [String]
+        var rows: [UInt8]
+        var rowCount: Int
+    }
+
     struct Statement: Sendable {
         var sql: String
         var bindings: PostgresBindings
         var check: Check
+        var copy: Copy? = nil
     }
+
+    /// From this many new rows of one entity on, they travel by binary COPY instead of one
+    /// `INSERT … SELECT FROM unnest(…)`: COPY costs a round trip more and parses nothing.
+    static let copyThreshold = 1_000
 
     var statements: [Statement] = []
     /// True when rows are inserted: the save then reads its transaction ID once, the version
@@ -79,6 +92,10 @@ struct SavePlan: Sendable {
     private mutating func planInserts(_ inserts: [Insert]) throws {
         for (entity, rows) in Self.grouped(inserts, by: \.entity) {
             insertsRows = true
+            if rows.count >= Self.copyThreshold {
+                try planCopy(entity, rows)
+                continue
+            }
             var bindings = PostgresBindings()
             try bindings.append(rows.map(\.key))
             var columns = [quoteIdentifier("id")]
@@ -92,6 +109,31 @@ struct SavePlan: Sendable {
             let sql = "INSERT INTO \(quoteIdentifier(entity.tableName)) (\(columns.joined(separator: ", "))) SELECT * FROM unnest(\(casts.joined(separator: ", ")))"
             statements.append(Statement(sql: sql, bindings: bindings, check: .none))
         }
+    }
+
+    private mutating func planCopy(_ entity: EntityDescription, _ rows: [Insert]) throws {
+        let columns = entity.columnIndices
+        let types = columns.map { Self.columnType(entity, $0) }
+        var buffer = PostgresBuffer(capacity: rows.count * (8 + columns.count * 16))
+        for row in rows {
+            buffer.writeInteger(Int16(columns.count + 1))
+            buffer.writeInteger(Int32(8))
+            buffer.writeInteger(row.key)
+            for (position, index) in columns.enumerated() {
+                let value = row.values[index]
+                if value.isNull {
+                    buffer.writeInteger(Int32(-1))
+                    continue
+                }
+                let length = buffer.reserveLength()
+                try ValueCoding.encode(value, as: types[position], into: &buffer)
+                buffer.finishLength(at: length)
+            }
+        }
+        let copy = Copy(table: entity.tableName, columns: ["id"] + columns.map(entity.columnName(of:)),
+                        rows: buffer.bytes, rowCount: rows.count)
+        statements.append(Statement(sql: "COPY \(quoteIdentifier(entity.tableName))", bindings: PostgresBindings(),
+                                    check: .none, copy: copy))
     }
 
     private mutating func planUpdates(_ updates: [Update]) throws {
