@@ -63,4 +63,9 @@ public struct ManagedObjectID: Sendable, Hashable, CustomStringConvertible {
     public func hash(into hasher: inout Hasher) {
         hasher.combine(key)
     }
+
+    // The single-integer fast path of the standard library, for the same hash.
+    public func _rawHashValue(seed: Int) -> Int {
+        key._rawHashValue(seed: seed)
+    }
 }
