@@ -10,7 +10,8 @@ public struct EntityMacro: MemberMacro, MemberAttributeMacro {
         of node: AttributeSyntax, attachedTo declaration: some DeclGroupSyntax,
         providingAttributesFor member: some DeclSyntaxProtocol, in context: some MacroExpansionContext
     ) throws -> [AttributeSyntax] {
-        guard let property = StoredProperty(member), property.isPersistent, property.optionsAttribute == nil else { return [] }
+        guard declaration.is(ClassDeclSyntax.self), let property = StoredProperty(member), property.isPersistent,
+              property.optionsAttribute == nil else { return [] }
         return ["@_PersistentProperty"]
     }
 

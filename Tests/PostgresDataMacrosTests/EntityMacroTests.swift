@@ -1,0 +1,138 @@
+import PostgresDataMacros
+import SwiftSyntaxMacros
+import SwiftSyntaxMacrosTestSupport
+import XCTest
+
+final class EntityMacroTests: XCTestCase {
+    let macros: [String: any Macro.Type] = [
+        "Entity": EntityMacro.self,
+        "Attribute": PersistentPropertyMacro.self,
+        "Relationship": PersistentPropertyMacro.self,
+        "_PersistentProperty": PersistentPropertyMacro.self,
+        "Transient": TransientMacro.self,
+    ]
+
+    func testPersistentPropertyBecomesTrackedAccessors() {
+        assertMacroExpansion(
+            """
+            final class Item: ManagedObject {
+                @_PersistentProperty var done = false
+            }
+            """,
+            expandedSource: """
+            final class Item: ManagedObject {
+                var done {
+                    @storageRestrictions(initializes: _$done)
+                    init(initialValue) {
+                        _$done = 0
+                    }
+                    get {
+                        _$get(Self._$i_done)
+                    }
+                    set {
+                        _$set(Self._$i_done, newValue)
+                    }
+                }
+
+                private var _$done: UInt8 = 0
+
+                private static let _$i_done = _$index(entity(), "done")
+            }
+            """,
+            macros: macros)
+    }
+
+    func testEntityDescribesEveryPersistentPropertyInOrder() {
+        assertMacroExpansion(
+            """
+            @Entity final class Item: ManagedObject {
+                @Attribute(.unique, maxLength: 10) var name: String
+                var done = false
+                @Relationship(deleteRule: .cascade, inverse: \\TodoList.items) var list: TodoList?
+                @Transient var scratch = 0
+                var computed: Int { 1 }
+            }
+            """,
+            expandedSource: """
+            final class Item: ManagedObject {
+                var name: String {
+                    @storageRestrictions(initializes: _$name)
+                    init(initialValue) {
+                        _$name = 0
+                    }
+                    get {
+                        _$get(Self._$i_name)
+                    }
+                    set {
+                        _$set(Self._$i_name, newValue)
+                    }
+                }
+
+                private var _$name: UInt8 = 0
+
+                private static let _$i_name = _$index(entity(), "name")
+                var done {
+                    @storageRestrictions(initializes: _$done)
+                    init(initialValue) {
+                        _$done = 0
+                    }
+                    get {
+                        _$get(Self._$i_done)
+                    }
+                    set {
+                        _$set(Self._$i_done, newValue)
+                    }
+                }
+
+                private var _$done: UInt8 = 0
+
+                private static let _$i_done = _$index(entity(), "done")
+                var list: TodoList? {
+                    @storageRestrictions(initializes: _$list)
+                    init(initialValue) {
+                        _$list = 0
+                    }
+                    get {
+                        _$get(Self._$i_list)
+                    }
+                    set {
+                        _$set(Self._$i_list, newValue)
+                    }
+                }
+
+                private var _$list: UInt8 = 0
+
+                private static let _$i_list = _$index(entity(), "list")
+                var scratch = 0
+                var computed: Int { 1 }
+
+                nonisolated static let _$entity = PostgresData.EntityDescription(name: "Item", managedObjectClass: Item.self, properties: [
+                        _$property("name", (String).self, .unique, maxLength: 10),
+                        _$property("done", default: false),
+                        _$property("list", (TodoList?).self, deleteRule: .cascade, inverse: "items"),
+                    ])
+
+                public override class func entity() -> PostgresData.EntityDescription {
+                    _$entity
+                }
+            }
+            """,
+            macros: macros)
+    }
+
+    func testEntityOnAStructIsAnError() {
+        assertMacroExpansion(
+            """
+            @Entity struct Item {
+                var name: String
+            }
+            """,
+            expandedSource: """
+            struct Item {
+                var name: String
+            }
+            """,
+            diagnostics: [DiagnosticSpec(message: "@Entity applies to a final class inheriting from ManagedObject", line: 1, column: 1)],
+            macros: macros)
+    }
+}
