@@ -395,10 +395,21 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     // MARK: Faults
 
     /// Loads the values of a fault: from the parent context, the row cache, or the database.
+    ///
+    /// A property getter cannot throw: as in Core Data, a fault whose row is gone, or whose
+    /// store fails twice in a row (a lost connection is retried once on a fresh one), stops
+    /// the program with the reason. Use ``existingObject(with:)`` to handle those as errors.
     func fulfillFault(_ object: ManagedObject) {
         assertOnQueue()
         do {
-            guard let (values, snapshot) = try loadValues(for: object.objectID) else {
+            let loaded: ([AttributeValue], RowSnapshot)?
+            do {
+                loaded = try loadValues(for: object.objectID)
+            } catch let error as PostgresDataError where error.isRetryable {
+                persistentStoreCoordinator.logger.warning("filling the fault \(object.objectID) failed, retrying once: \(error)")
+                loaded = try loadValues(for: object.objectID)
+            }
+            guard let (values, snapshot) = loaded else {
                 preconditionFailure("PostgresData could not fulfill a fault: \(object.objectID) has no row (it was deleted). Use existingObject(with:) when a row may be gone.")
             }
             fill(object, values: values, snapshot: snapshot)
