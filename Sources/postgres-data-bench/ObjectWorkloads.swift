@@ -25,13 +25,7 @@ func makeObjectWorkloads(container: PersistentContainer, client connection: Conn
     }
     let fetched = FetchedObjects()
     let prepareUpdates: () async throws -> Void = {
-        try await connection.execute(script: """
-            TRUNCATE items RESTART IDENTITY;
-            INSERT INTO items(name, created_at, done, weight)
-            SELECT 'item-' || i, timestamptz '2024-01-01 00:00:00+00' + i * interval '1 second', i % 2 = 0, i % 1000
-            FROM generate_series(1, \(updates)) AS i
-            """)
-        try await connection.execute(script: "VACUUM (ANALYZE) items")
+        try await fillItems(connection, rows: updates)
         let context = container.newBackgroundContext()
         try await context.perform {
             var request = FetchRequest<BenchItem>()

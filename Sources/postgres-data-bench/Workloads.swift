@@ -28,14 +28,7 @@ func makeWorkloads(client connection: Connection, raw: RawConnection, rows: Int)
         try await connection.execute(script: "TRUNCATE items RESTART IDENTITY")
     }
     let resetFull: () async throws -> Void = {
-        try await connection.execute(script: """
-            TRUNCATE items RESTART IDENTITY;
-            INSERT INTO items(name, created_at, done, weight)
-            SELECT 'item-' || i, timestamptz '2024-01-01 00:00:00+00' + i * interval '1 second', i % 2 = 0, i % 1000
-            FROM generate_series(1, \(rows)) AS i
-            """)
-        // Each on its own: a multi-statement script is one implicit transaction, and VACUUM refuses those.
-        try await connection.execute(script: "VACUUM (ANALYZE) items")
+        try await fillItems(connection, rows: rows)
         try await connection.execute(script: "CHECKPOINT")
         try await connection.execute(script: "SELECT count(*) FROM items")
     }
@@ -121,6 +114,18 @@ func makeWorkloads(client connection: Connection, raw: RawConnection, rows: Int)
             precondition(ids.count == rows)
         }),
     ]
+}
+
+/// Empties `items` and fills it with `rows` rows (`item-1`, …), then vacuums and analyzes it.
+func fillItems(_ connection: Connection, rows: Int) async throws {
+    try await connection.execute(script: """
+        TRUNCATE items RESTART IDENTITY;
+        INSERT INTO items(name, created_at, done, weight)
+        SELECT 'item-' || i, timestamptz '2024-01-01 00:00:00+00' + i * interval '1 second', i % 2 = 0, i % 1000
+        FROM generate_series(1, \(rows)) AS i
+        """)
+    // Each on its own: a multi-statement script is one implicit transaction, and VACUUM refuses those.
+    try await connection.execute(script: "VACUUM (ANALYZE) items")
 }
 
 /// Binary COPY written byte by byte, as hand-written libpq code would.

@@ -64,6 +64,16 @@ func makeContainer() async throws -> PersistentContainer {
 }
 
 extension PersistentContainer {
+    /// Saves a new item called `name` from a context of its own and returns its ID.
+    func saveItem(named name: String) async throws -> ManagedObjectID {
+        try await performBackgroundTask { context in
+            let item = Item(context: context)
+            item.name = name
+            try context.save()
+            return item.objectID
+        }
+    }
+
     /// The values of the first column of `sql`'s rows, read with a raw connection.
     func rawIntegers(_ sql: String) async throws -> [Int64] {
         try await persistentStoreCoordinator.connectionPool.withConnection { connection in

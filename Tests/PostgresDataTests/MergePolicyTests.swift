@@ -15,12 +15,7 @@ import Testing
     /// weight 5 under `policy`.
     func conflict(_ policy: MergePolicy) async throws -> Outcome {
         let container = try await makeContainer()
-        let id = try await container.performBackgroundTask { context in
-            let item = Item(context: context)
-            item.name = "original"
-            try context.save()
-            return item.objectID
-        }
+        let id = try await container.saveItem(named: "original")
         let a = container.newBackgroundContext()
         a.mergePolicy = policy
         let b = container.newBackgroundContext()
@@ -93,12 +88,7 @@ import Testing
 
     @Test func aRowDeletedUnderneathIsAConflict() async throws {
         let container = try await makeContainer()
-        let id = try await container.performBackgroundTask { context in
-            let item = Item(context: context)
-            item.name = "doomed"
-            try context.save()
-            return item.objectID
-        }
+        let id = try await container.saveItem(named: "doomed")
         let a = container.newBackgroundContext()
         try await a.perform { _ = try a.existingObject(with: id) }
         try await container.rawExecute("DELETE FROM item")

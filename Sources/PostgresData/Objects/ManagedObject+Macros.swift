@@ -20,10 +20,15 @@ extension ManagedObject {
         minValue: Double? = nil, maxValue: Double? = nil, minLength: Int? = nil, maxLength: Int? = nil,
         regularExpression: String? = nil, columnName: String? = nil
     ) -> PropertyDescription {
-        .attribute(AttributeDescription(
-            name: name, valueType: Value.self, defaultValue: defaultValue, minValue: minValue, maxValue: maxValue,
-            minLength: minLength, maxLength: maxLength, regularExpression: regularExpression,
-            isIndexed: options.contains(.indexed), isUnique: options.contains(.unique), columnName: columnName))
+        var description = _$property(name, Value.self, default: defaultValue, minValue: minValue, maxValue: maxValue,
+                                     minLength: minLength, maxLength: maxLength, regularExpression: regularExpression,
+                                     columnName: columnName)
+        if case .attribute(var attribute) = description {
+            attribute.isIndexed = options.contains(.indexed)
+            attribute.isUnique = options.contains(.unique)
+            description = .attribute(attribute)
+        }
+        return description
     }
 
     /// A `Codable` attribute (stored as `jsonb`).
