@@ -37,9 +37,14 @@ public struct EntityMacro: MemberMacro, MemberAttributeMacro {
         entityArguments += descriptions.map { "        \($0)," }.joined(separator: "\n")
         entityArguments += "\n    ]"
         if let arguments = node.arguments?.as(LabeledExprListSyntax.self) {
+            // In the initializer's order, whatever order the attribute gives them in.
+            var byLabel: [String: String] = [:]
             for argument in arguments {
                 guard let label = argument.label?.text else { continue }
-                entityArguments += ", \(label): \(argument.expression.trimmedDescription)"
+                byLabel[label] = argument.expression.trimmedDescription
+            }
+            for label in ["uniquenessConstraints", "indexes", "tableName"] {
+                if let expression = byLabel[label] { entityArguments += ", \(label): \(expression)" }
             }
         }
         return [

@@ -19,12 +19,14 @@ import Testing
     @Transient var scratch = 0
 }
 
-@Entity final class Team: ManagedObject {
+@Entity(tableName: "team", indexes: [["name"]])
+final class Team: ManagedObject {
     @Attribute(.unique) var name: String
     @Relationship(deleteRule: .deny, inverse: \Player.team) var players: Set<Player>
 }
 
-@Entity final class Player: ManagedObject {
+@Entity(uniquenessConstraints: [["name", "team"]])
+final class Player: ManagedObject {
     var name: String
     var team: Team?
     @Relationship(inverse: \Tag.players) var tags: Set<Tag>

@@ -38,6 +38,8 @@ import Testing
         #expect(sql.contains(#"PRIMARY KEY ("player_id", "tag_id")"#))
         #expect(sql.contains(#"CREATE INDEX "item_list_id_idx" ON "item" ("list_id")"#))
         #expect(sql.contains(#""settings" jsonb"#))
+        #expect(sql.contains(#"CONSTRAINT "player_name_team_id_key" UNIQUE ("name", "team_id")"#))
+        #expect(sql.contains(#"CREATE INDEX "team_name_idx" ON "team" ("name")"#))
     }
 
     @Test func modelProblemsAreListed() {
