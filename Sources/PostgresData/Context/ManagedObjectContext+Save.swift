@@ -43,22 +43,33 @@ extension ManagedObjectContext {
     }
 
     private func allocateKeys(for objects: [ManagedObject]) throws {
-        let needing = objects.filter { $0.objectID.isTemporaryID && $0.allocatedKey == 0 }
-        guard !needing.isEmpty else { return }
-        var counts: [EntityDescription: Int] = [:]
-        var order: [EntityDescription] = []
-        for object in needing {
-            if counts[object.entity] == nil { order.append(object.entity) }
-            counts[object.entity, default: 0] += 1
+        // A save touches few entities: small arrays searched by identity beat hashing per object.
+        var entities: [EntityDescription] = []
+        var counts: [Int] = []
+        var slots: [Int] = []
+        slots.reserveCapacity(objects.count)
+        for object in objects {
+            guard object.objectID.isTemporaryID && object.allocatedKey == 0 else {
+                slots.append(-1)
+                continue
+            }
+            let slot = entities.firstIndex { $0 === object.entity } ?? {
+                entities.append(object.entity)
+                counts.append(0)
+                return entities.count - 1
+            }()
+            counts[slot] += 1
+            slots.append(slot)
         }
-        let request = order.map { ($0, counts[$0]!) }
+        guard !entities.isEmpty else { return }
+        let request = Array(zip(entities, counts))
         let coordinator = persistentStoreCoordinator
-        let keys = try runStore { try await coordinator.allocateKeys(request) }
-        var next: [EntityDescription: Int] = [:]
-        for object in needing {
-            let position = next[object.entity, default: 0]
-            next[object.entity] = position + 1
-            object.allocatedKey = keys[object.entity]![position]
+        let allocated = try runStore { try await coordinator.allocateKeys(request) }
+        let keys = entities.map { allocated[$0]! }
+        var next = [Int](repeating: 0, count: entities.count)
+        for (object, slot) in zip(objects, slots) where slot >= 0 {
+            object.allocatedKey = keys[slot][next[slot]]
+            next[slot] += 1
         }
     }
 
@@ -248,9 +259,15 @@ extension ManagedObjectContext {
     /// the identity map, foreign-key values and loaded relationships that point at them.
     func makeAllocatedKeysPermanent(_ objects: [ManagedObject]) {
         var destinations: Set<EntityDescription> = []
-        for object in objects where object.allocatedKey != 0 { destinations.insert(object.entity) }
+        for object in objects where object.allocatedKey != 0 && !destinations.contains(object.entity) {
+            destinations.insert(object.entity)
+        }
         guard !destinations.isEmpty else { return }
-        for object in registered.values {
+        let model = persistentStoreCoordinator.managedObjectModel
+        let referenced = model.entities.contains { entity in
+            entity.properties.indices.contains { entity.properties[$0].relationship != nil && destinations.contains(entity.destination(of: $0)) }
+        }
+        for object in registered.values where referenced {
             let entity = object.entity
             guard entity.hasForeignKeys || !object.relationshipSets.isEmpty, !object.values.isEmpty else { continue }
             for index in entity.columnIndices where entity.properties[index].relationship != nil {
