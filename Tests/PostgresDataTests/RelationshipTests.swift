@@ -146,7 +146,7 @@ import Testing
 
     @Test func loadingChecksTheSchemaAndListsEachDifference() async throws {
         let container = try await makeContainer()
-        try await container.rawExecute("ALTER TABLE item DROP COLUMN notes; ALTER TABLE item ALTER COLUMN weight TYPE integer; DROP TABLE player_tags")
+        try await container.rawExecute("ALTER TABLE item DROP COLUMN notes; ALTER TABLE item ALTER COLUMN weight TYPE integer; DROP TABLE player_tags; ALTER TABLE profile DROP CONSTRAINT profile_code_pattern")
         let configuration = try container.persistentStoreCoordinator.connectionPool.configuration
         let second = PersistentContainer(name: "Second", model: testModel)
         let error = await captureDataError { try await second.loadPersistentStores(configuration: configuration) }
@@ -154,7 +154,8 @@ import Testing
             Issue.record("expected a schema mismatch, got \(String(describing: error))")
             return
         }
-        #expect(differences.count == 3)
+        #expect(differences.count == 4, "\(differences)")
+        #expect(differences.contains("constraint \"profile_code_pattern\" on \"profile\" is missing (Profile.code: code matches [A-Z]{3}): the database does not enforce it"))
         #expect(differences.contains("column \"item\".\"notes\" (text) is missing"))
         #expect(differences.contains("column \"item\".\"weight\" is integer, the model says bigint"))
         #expect(differences.contains("table \"player_tags\" is missing"))

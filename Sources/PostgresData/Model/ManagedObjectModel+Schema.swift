@@ -6,6 +6,8 @@ import PostgresClient
 public struct SchemaConstraint: Sendable, Hashable {
     /// The constraint name as PostgreSQL reports it (`item_weight_min`).
     public var name: String
+    /// The table the constraint belongs to.
+    public var tableName: String
     /// The entity (or, for a join table, the entity of the relationship owning it).
     public var entityName: String
     /// The property names involved.
@@ -76,7 +78,7 @@ struct SchemaPlan {
                 let inverse = destination.properties[entity.inverseIndex(of: index)].relationship!
                 lines.append("\(quoteIdentifier(column)) bigint\(relationship.isOptional ? "" : " NOT NULL")")
                 let name = SchemaNaming.identifier(table, column, "fkey")
-                constraints[name] = SchemaConstraint(name: name, entityName: entity.name, keys: [relationship.name],
+                constraints[name] = SchemaConstraint(name: name, tableName: table, entityName: entity.name, keys: [relationship.name],
                                                      rule: "\(relationship.name) must be an existing \(destination.name)")
                 let statement = "ALTER TABLE \(quoteIdentifier(table)) ADD CONSTRAINT \(quoteIdentifier(name)) FOREIGN KEY (\(quoteIdentifier(column))) REFERENCES \(quoteIdentifier(destination.tableName)) (\(quoteIdentifier("id"))) ON DELETE \(inverse.deleteRule.onDeleteSQL) DEFERRABLE INITIALLY DEFERRED"
                 foreignKeys.append(statement)
@@ -84,7 +86,7 @@ struct SchemaPlan {
                 if !inverse.isToMany {
                     let unique = SchemaNaming.identifier(table, column, "key")
                     lines.append("CONSTRAINT \(quoteIdentifier(unique)) UNIQUE (\(quoteIdentifier(column)))")
-                    constraints[unique] = SchemaConstraint(name: unique, entityName: entity.name, keys: [relationship.name],
+                    constraints[unique] = SchemaConstraint(name: unique, tableName: table, entityName: entity.name, keys: [relationship.name],
                                                            rule: "\(relationship.name) is one-to-one: one \(destination.name) belongs to one \(entity.name)")
                 }
                 addIndex(table: table, columns: [column], entity: entity)
@@ -94,7 +96,7 @@ struct SchemaPlan {
             let columns = keys.compactMap { entity.propertyIndex(named: $0).map(entity.columnName(of:)) }
             let name = SchemaNaming.identifier(table, columns.joined(separator: "_"), "key")
             lines.append("CONSTRAINT \(quoteIdentifier(name)) UNIQUE (\(columns.map(quoteIdentifier).joined(separator: ", ")))")
-            constraints[name] = SchemaConstraint(name: name, entityName: entity.name, keys: keys,
+            constraints[name] = SchemaConstraint(name: name, tableName: table, entityName: entity.name, keys: keys,
                                                  rule: "\(keys.joined(separator: ", ")) must be unique\(position > 0 ? " together" : "")")
         }
         let statement = "CREATE TABLE \(quoteIdentifier(table)) (\n    \(lines.joined(separator: ",\n    "))\n)"
@@ -125,7 +127,7 @@ struct SchemaPlan {
         func check(_ suffix: String, _ condition: String, _ rule: String) {
             let name = SchemaNaming.identifier(table, attribute.columnName, suffix)
             definition += " CONSTRAINT \(quoteIdentifier(name)) CHECK (\(condition))"
-            constraints[name] = SchemaConstraint(name: name, entityName: entity.name, keys: [attribute.name], rule: rule)
+            constraints[name] = SchemaConstraint(name: name, tableName: table, entityName: entity.name, keys: [attribute.name], rule: rule)
         }
         let isDate = attribute.attributeType == .date
         func bound(_ value: Double) -> String {
@@ -154,7 +156,7 @@ struct SchemaPlan {
         if attribute.isUnique {
             let name = SchemaNaming.identifier(table, attribute.columnName, "key")
             definition += " CONSTRAINT \(quoteIdentifier(name)) UNIQUE"
-            constraints[name] = SchemaConstraint(name: name, entityName: entity.name, keys: [attribute.name],
+            constraints[name] = SchemaConstraint(name: name, tableName: table, entityName: entity.name, keys: [attribute.name],
                                                  rule: "\(attribute.name) must be unique")
         }
         return definition
@@ -176,7 +178,7 @@ struct SchemaPlan {
             """
         tables.append(statement)
         record(join.name, statement)
-        constraints[sourceKey] = SchemaConstraint(name: sourceKey, entityName: entity.name, keys: [relationship.name],
+        constraints[sourceKey] = SchemaConstraint(name: sourceKey, tableName: join.name, entityName: entity.name, keys: [relationship.name],
                                                   rule: "\(relationship.name) must relate existing objects")
         constraints[targetKey] = constraints[sourceKey]!
         constraints[targetKey]!.name = targetKey

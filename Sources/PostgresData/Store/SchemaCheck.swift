@@ -9,7 +9,9 @@ struct SchemaCheck {
     func prepare(_ connection: Connection, create: Bool) async throws -> [String] {
         let plan = SchemaPlan(model: model)
         let expected = expectedColumns(plan)
-        var differences = try await compare(connection, expected: expected)
+        let constraints = Dictionary(grouping: plan.constraints.values, by: \.tableName)
+            .mapValues { $0.sorted { $0.name < $1.name } }
+        var differences = try await compare(connection, expected: expected, expectedConstraints: constraints)
         let missingTables = Set(differences.compactMap(\.missingTable))
         if !differences.isEmpty && create && differences.allSatisfy({ $0.missingTable != nil }) {
             try await connection.withTransaction { connection in
@@ -26,7 +28,7 @@ struct SchemaCheck {
                     _ = try await connection.execute(script: statement)
                 }
             }
-            differences = try await compare(connection, expected: expected)
+            differences = try await compare(connection, expected: expected, expectedConstraints: constraints)
         }
         guard differences.isEmpty else { throw PostgresDataError.schemaMismatch(differences.map(\.description)) }
         let tables = model.entities.map(\.tableName)
@@ -54,6 +56,7 @@ struct SchemaCheck {
         case type(table: String, column: String, expected: String, actual: String)
         case nullability(table: String, column: String, nullable: Bool)
         case extraRequiredColumn(table: String, column: String)
+        case constraint(table: String, SchemaConstraint)
 
         var missingTable: String? {
             if case .table(let name) = self { return name }
@@ -70,6 +73,8 @@ struct SchemaCheck {
                 "column \"\(table)\".\"\(column)\" is \(nullable ? "NOT NULL" : "nullable"), the model says it is \(nullable ? "optional" : "required")"
             case .extraRequiredColumn(let table, let column):
                 "column \"\(table)\".\"\(column)\" is NOT NULL without a default and not in the model: inserts would fail"
+            case .constraint(let table, let constraint):
+                "constraint \"\(constraint.name)\" on \"\(table)\" is missing (\(constraint.entityName).\(constraint.keys.joined(separator: ", ")): \(constraint.rule)): the database does not enforce it"
             }
         }
     }
@@ -110,7 +115,8 @@ struct SchemaCheck {
         return result
     }
 
-    private func compare(_ connection: Connection, expected: [String: [ExpectedColumn]]) async throws -> [Difference] {
+    private func compare(_ connection: Connection, expected: [String: [ExpectedColumn]],
+                         expectedConstraints: [String: [SchemaConstraint]]) async throws -> [Difference] {
         var live: [String: [String: (type: String, nullable: Bool, hasDefault: Bool)]] = [:]
         for row in try await connection.query("""
             SELECT table_name::text, column_name::text, data_type::text, is_nullable = 'YES', column_default IS NOT NULL OR is_identity = 'YES'
@@ -119,7 +125,19 @@ struct SchemaCheck {
             let (table, column, type, nullable, hasDefault) = try row.decode((String, String, String, Bool, Bool).self)
             live[table, default: [:]][column] = (type, nullable, hasDefault)
         }
+        var constraintNames: Set<String> = []
+        for row in try await connection.query("""
+            SELECT c.conname::text FROM pg_constraint c JOIN pg_class t ON t.oid = c.conrelid
+            JOIN pg_namespace n ON n.oid = t.relnamespace WHERE n.nspname = current_schema() AND t.relname = ANY($1)
+            """, Array(expected.keys)) {
+            constraintNames.insert(try row.decode(String.self, at: 0))
+        }
         var differences: [Difference] = []
+        for (table, constraints) in expectedConstraints where live[table] != nil {
+            for constraint in constraints where !constraintNames.contains(constraint.name) {
+                differences.append(.constraint(table: table, constraint))
+            }
+        }
         for table in expected.keys.sorted() {
             guard let columns = live[table] else {
                 differences.append(.table(table))
