@@ -54,7 +54,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "postgres-data-demo",
-            dependencies: ["PostgresClient", "PostgresDataTesting"]
+            dependencies: ["PostgresData", "PostgresClient", "PostgresDataTesting"]
         ),
         .executableTarget(
             name: "postgres-data-bench",

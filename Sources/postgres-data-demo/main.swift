@@ -1,9 +1,11 @@
 import Foundation
 import PostgresClient
+import PostgresData
 import PostgresDataTesting
 
-// The README's first command. Until the object layer lands (issues 3–8), it tells the seeds'
-// story on 1,000,000 to-do items with PostgresClient, the layer everything stands on.
+// The README's first command: the seeds' story on 1,000,000 to-do items. The import goes
+// through PostgresData's object graph (a background context, batched saves); the later steps
+// still use PostgresClient until fetch, batch and asynchronous requests land (issues 4–6).
 
 struct Item {
     var id: Int64
@@ -11,6 +13,14 @@ struct Item {
     var createdAt: Date
     var done: Bool
     var weight: Int32
+}
+
+@Entity(tableName: "items")
+final class TodoItem: ManagedObject {
+    var name: String
+    var createdAt: Date
+    var done = false
+    @Attribute(minValue: 0) var weight: Int32 = 0
 }
 
 let rowCount = Int(ProcessInfo.processInfo.environment["DEMO_ROWS"] ?? "") ?? 1_000_000
@@ -23,27 +33,35 @@ let connection = try await Connection.connect(database)
 let version = await connection.parameterStatus("server_version") ?? "?"
 print("  ✓ PostgreSQL \(version), database \(database.database ?? "?")\n")
 
-try await connection.execute(script: """
-    CREATE TABLE items (
-        id bigserial PRIMARY KEY,
-        name text NOT NULL,
-        created_at timestamptz NOT NULL,
-        done boolean NOT NULL DEFAULT false,
-        weight integer NOT NULL DEFAULT 0
-    )
-    """)
+let container = PersistentContainer(name: "Todo", model: ManagedObjectModel(TodoItem.self))
+try await container.loadPersistentStores(configuration: database, options: .init(createSchemaIfMissing: true))
 
-// 1. Import: binary COPY, one round trip per megabyte.
-print("• Importing \(rowCount.formatted()) items (binary COPY)")
+// 1. Import: a private-queue context creates the objects; each save of 50,000 is one
+// transaction (keys in one round trip, rows by binary COPY); reset() keeps memory flat.
+let chunk = 50_000
+print("• Importing \(rowCount.formatted()) items in a background context, one save per \(chunk.formatted())")
 var importBar = ProgressBar("import", total: rowCount)
 let start = Date()
-let imported = try await connection.copyRows(into: "items", columns: ["name", "created_at", "done", "weight"]) { writer in
-    for index in 0..<rowCount {
-        try writer.append("Item \(index)", start.addingTimeInterval(Double(index) / 1000), index % 4 == 0, Int32(index % 10))
-        if index % 20_000 == 0 || index == rowCount - 1 { importBar.update(index + 1) }
+let background = container.newBackgroundContext()
+var imported = 0
+while imported < rowCount {
+    let first = imported
+    let count = min(chunk, rowCount - first)
+    try await background.perform {
+        for index in first..<first + count {
+            let item = TodoItem(context: background)
+            item.name = "Item \(index)"
+            item.createdAt = start.addingTimeInterval(Double(index) / 1000)
+            item.done = index % 4 == 0
+            item.weight = Int32(index % 10)
+        }
+        try background.save()
+        background.reset()
     }
+    imported += count
+    importBar.update(imported, detail: "\(imported / chunk) saves")
 }
-importBar.finish("imported \(imported.formatted()) rows")
+importBar.finish("imported \(imported.formatted()) objects in \((rowCount + chunk - 1) / chunk) saves, peak memory \(peakMemoryMiB()) MiB")
 try await connection.query("ANALYZE items")
 
 // 2. Asynchronous fetch: a server-side cursor, 10,000 rows a batch, progress per batch.
