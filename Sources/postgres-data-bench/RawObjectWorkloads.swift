@@ -25,18 +25,33 @@ func rawMultiRowInsert(_ raw: RawConnection, rows: Int) throws {
     while first <= rows {
         let count = min(batch, rows - first + 1)
         var used = 0
-        func put(_ text: String, _ slot: Int) {
-            offsets[slot] = used
-            for byte in text.utf8 { storage[used] = CChar(bitPattern: byte); used += 1 }
-            storage[used] = 0
-            used += 1
+        // Text parameters written straight into one buffer, as C's sprintf would.
+        func begin(_ slot: Int) { offsets[slot] = used }
+        func byte(_ value: UInt8) { storage[used] = CChar(bitPattern: value); used += 1 }
+        func digits(_ value: Int, width: Int = 0) {
+            var scratch: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+            var count = 0
+            var rest = value
+            withUnsafeMutableBytes(of: &scratch) { bytes in
+                repeat {
+                    bytes[count] = UInt8(48 + rest % 10)
+                    rest /= 10
+                    count += 1
+                } while rest > 0 || count < width
+                for position in stride(from: count - 1, through: 0, by: -1) { byte(bytes[position]) }
+            }
+        }
+        func text(_ literal: StaticString) {
+            literal.withUTF8Buffer { for value in $0 { byte(value) } }
         }
         for row in 0..<batch {
             let i = first + min(row, count - 1)
-            put("item-\(i)", row * 4)
-            put(timestampText(secondsAfterEpoch: i), row * 4 + 1)
-            put(i % 2 == 0 ? "t" : "f", row * 4 + 2)
-            put(String(i % 1000), row * 4 + 3)
+            begin(row * 4); text("item-"); digits(i); byte(0)
+            let day = 1 + i / 86_400, rest = i % 86_400
+            begin(row * 4 + 1); text("2024-01-"); digits(day, width: 2); byte(32); digits(rest / 3600, width: 2); byte(58)
+            digits(rest / 60 % 60, width: 2); byte(58); digits(rest % 60, width: 2); text("+00"); byte(0)
+            begin(row * 4 + 2); byte(i % 2 == 0 ? 116 : 102); byte(0)
+            begin(row * 4 + 3); digits(i % 1000); byte(0)
         }
         let result: OpaquePointer? = storage.withUnsafeBufferPointer { base in
             let values = offsets.map { UnsafePointer<CChar>?(base.baseAddress! + $0) }
@@ -58,14 +73,6 @@ func rawMultiRowInsert(_ raw: RawConnection, rows: Int) throws {
         first += count
     }
     try raw.exec("COMMIT")
-}
-
-/// `2024-01-01 00:00:00+00` plus `seconds` (under 28 days), as C's `sprintf` would write it.
-private func timestampText(secondsAfterEpoch seconds: Int) -> String {
-    func two(_ value: Int) -> String { value < 10 ? "0\(value)" : "\(value)" }
-    let day = 1 + seconds / 86_400
-    let rest = seconds % 86_400
-    return "2024-01-\(two(day)) \(two(rest / 3600)):\(two(rest / 60 % 60)):\(two(rest % 60))+00"
 }
 
 /// `UPDATE items SET weight = $1 WHERE id = $2` for each of `ids`, pipelined (libpq
