@@ -15,6 +15,7 @@ public struct ContextDidSave: Sendable, Hashable {
     /// The name of the context that saved.
     public var contextName: String?
 
+    /// A payload, for merging changes learned elsewhere (another process, a batch request).
     public init(insertedObjectIDs: Set<ManagedObjectID> = [], updatedObjectIDs: Set<ManagedObjectID> = [],
                 deletedObjectIDs: Set<ManagedObjectID> = [], contextName: String? = nil) {
         self.insertedObjectIDs = insertedObjectIDs
@@ -29,9 +30,13 @@ public struct ContextDidSave: Sendable, Hashable {
 ///
 /// Core Data equivalent: the `userInfo` of `NSManagedObjectContextObjectsDidChange`.
 public struct ContextObjectsDidChange: Sendable, Hashable {
+    /// Objects inserted into the context.
     public var insertedObjectIDs: Set<ManagedObjectID>
+    /// Objects whose values the context's code changed.
     public var updatedObjectIDs: Set<ManagedObjectID>
+    /// Objects deleted in the context, or removed because their rows are gone.
     public var deletedObjectIDs: Set<ManagedObjectID>
+    /// Objects refreshed from the store or from another context's save.
     public var refreshedObjectIDs: Set<ManagedObjectID>
 }
 
@@ -48,7 +53,12 @@ public enum ContextNotification: Sendable, Hashable {
 
 /// The keys of a change dictionary for ``ManagedObjectContext/mergeChanges(fromRemoteContextSave:into:)``.
 public enum ChangeKey: String, Sendable, Hashable {
-    case inserted, updated, deleted
+    /// Objects inserted elsewhere.
+    case inserted
+    /// Objects updated elsewhere: refreshed in the contexts.
+    case updated
+    /// Objects deleted elsewhere: removed from the contexts.
+    case deleted
 }
 
 extension ManagedObjectContext {

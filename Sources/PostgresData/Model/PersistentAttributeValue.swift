@@ -17,6 +17,7 @@ public protocol PersistentAttributeValue {
 }
 
 extension PersistentAttributeValue {
+    /// Values are required unless the type is an `Optional`.
     public static var isOptionalAttribute: Bool { false }
 }
 
@@ -25,6 +26,7 @@ func attributeTypeMismatch(_ value: AttributeValue, _ type: Any.Type) -> Never {
     preconditionFailure("PostgresData: a \(value.typeName) value reached an attribute of type \(type); the store checks types, so this is a bug")
 }
 
+/// `T?` holds what `T` holds, or NULL.
 extension Optional: PersistentAttributeValue where Wrapped: PersistentAttributeValue {
     public static var attributeType: AttributeType { Wrapped.attributeType }
     public static var isOptionalAttribute: Bool { true }

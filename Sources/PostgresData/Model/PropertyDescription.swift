@@ -2,7 +2,9 @@
 ///
 /// Core Data equivalent: `NSPropertyDescription` and its subclasses.
 public enum PropertyDescription: Sendable, Hashable {
+    /// A stored value.
     case attribute(AttributeDescription)
+    /// A link to objects of another (or the same) entity.
     case relationship(RelationshipDescription)
 
     /// The property name.

@@ -42,6 +42,7 @@ public final class PersistentStoreCoordinator: Sendable {
         /// How long a request waits for a free connection.
         public var leaseTimeout: Duration
 
+        /// Options; the defaults check the schema and open at most 8 connections.
         public init(createSchemaIfMissing: Bool = false, maximumConnections: Int = 8, leaseTimeout: Duration = .seconds(30)) {
             self.createSchemaIfMissing = createSchemaIfMissing
             self.maximumConnections = maximumConnections
