@@ -77,16 +77,23 @@ struct SavePlan: Sendable {
 
     var isEmpty: Bool { statements.isEmpty }
 
+    /// Elements grouped by entity, in first-seen order. Saves touch few entities, so a linear
+    /// search by identity beats hashing every element.
     private static func grouped<Element>(_ elements: [Element], by entity: (Element) -> EntityDescription)
         -> [(EntityDescription, [Element])] {
-        var order: [EntityDescription] = []
-        var groups: [EntityDescription: [Element]] = [:]
+        var groups: [(EntityDescription, [Element])] = []
+        var last = -1
         for element in elements {
             let key = entity(element)
-            if groups[key] == nil { order.append(key) }
-            groups[key, default: []].append(element)
+            if last < 0 || groups[last].0 !== key {
+                last = groups.firstIndex { $0.0 === key } ?? {
+                    groups.append((key, []))
+                    return groups.count - 1
+                }()
+            }
+            groups[last].1.append(element)
         }
-        return order.map { ($0, groups[$0]!) }
+        return groups
     }
 
     private mutating func planInserts(_ inserts: [Insert]) throws {
