@@ -205,3 +205,31 @@ import Testing
         #expect(try await container.rawIntegers("SELECT count(*) FROM item WHERE list_id IS NOT NULL") == [1])
     }
 }
+
+@Suite struct DeferredConstraintTests {
+    @Test func aForeignKeyCheckedAtCommitFailsTheWholeSaveAndNamesTheRule() async throws {
+        let container = try await makeContainer()
+        let context = container.newBackgroundContext()
+        let missingTeam = try #require(container.persistentStoreCoordinator.managedObjectID(
+            forURIRepresentation: URL(string: "x-postgresdata://Team/p424242")!))
+        let error = await captureDataError {
+            try await context.perform {
+                let keeper = Player(context: context)
+                keeper.name = "kept"
+                let player = Player(context: context)
+                player.name = "orphan"
+                player.team = context.object(with: missingTeam) as? Team
+                try context.save()
+            }
+        }
+        guard case .constraintViolation(let constraint, let name, let underlying)? = error else {
+            Issue.record("expected a constraint violation, got \(String(describing: error))")
+            return
+        }
+        #expect(name == "player_team_id_fkey" && underlying.sqlState?.rawValue == "23503")
+        #expect(constraint?.rule == "team must be an existing Team")
+        #expect(try await container.rawIntegers("SELECT count(*) FROM player") == [0])
+        let pending = await context.perform { context.insertedObjects.count }
+        #expect(pending == 2)
+    }
+}
