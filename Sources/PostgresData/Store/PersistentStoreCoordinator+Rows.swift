@@ -133,16 +133,16 @@ extension PersistentStoreCoordinator {
                             continue
                         }
                         let result = try await connection.query(statement.sql, bindings: statement.bindings)
+                        if version == nil, result.columns.count > 1, let first = result.first {
+                            // An UPDATE's RETURNING xmin: the version of every row this save writes.
+                            version = try first.decode(TransactionID.self, at: 1).rawValue
+                        }
                         guard case .versions(let entity, let keys) = statement.check, result.count != keys.count else { continue }
                         let returned = Set(try result.map { try $0.decode(Int64.self, at: 0) })
                         let missing = keys.filter { !returned.contains($0) }
                         let current = Dictionary(try await Self.fetchSnapshots(entity, keys: missing, on: connection),
                                                  uniquingKeysWith: { first, _ in first })
                         throw ConflictsFound(conflicts: missing.map { (ManagedObjectID(entity: entity, primaryKey: $0), current[$0]) })
-                    }
-                    if version == nil, plan.statements.contains(where: { if case .versions = $0.check { true } else { false } }) {
-                        let txid = try await connection.query("SELECT txid_current()")
-                        version = UInt32(truncatingIfNeeded: try txid[0].decode(Int64.self, at: 0))
                     }
                     return .saved(version: version)
                 }

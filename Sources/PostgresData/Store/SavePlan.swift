@@ -170,7 +170,7 @@ struct SavePlan: Sendable {
                     // Only join-table changes: still check (and bump) the version.
                     assignments.append("\"id\" = u.k")
                 }
-                let sql = "UPDATE \(quoteIdentifier(entity.tableName)) AS t SET \(assignments.joined(separator: ", ")) FROM unnest(\(casts.joined(separator: ", "))) AS u(\(aliases.joined(separator: ", "))) WHERE t.\"id\" = u.k AND t.xmin = u.v RETURNING t.\"id\""
+                let sql = "UPDATE \(quoteIdentifier(entity.tableName)) AS t SET \(assignments.joined(separator: ", ")) FROM unnest(\(casts.joined(separator: ", "))) AS u(\(aliases.joined(separator: ", "))) WHERE t.\"id\" = u.k AND t.xmin = u.v RETURNING t.\"id\", t.xmin"
                 statements.append(Statement(sql: sql, bindings: bindings, check: .versions(entity: entity, keys: group.map(\.key))))
             }
         }
