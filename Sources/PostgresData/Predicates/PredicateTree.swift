@@ -1,0 +1,101 @@
+/// A predicate as PostgresData understands it: the tree a format string (or a Foundation
+/// `#Predicate`) parses into, which compiles to SQL with bind parameters and evaluates in
+/// memory against objects.
+///
+/// Core Data equivalent: `NSPredicate` and its subclasses `NSCompoundPredicate` and
+/// `NSComparisonPredicate`.
+public indirect enum PredicateNode: Sendable, Hashable {
+    /// `TRUEPREDICATE` / `FALSEPREDICATE`.
+    case constant(Bool)
+    /// `NOT p`.
+    case not(PredicateNode)
+    /// `p AND q AND …`.
+    case and([PredicateNode])
+    /// `p OR q OR …`.
+    case or([PredicateNode])
+    /// `left op right`, optionally quantified over a to-many key path (`ANY tags.label == 'x'`).
+    case comparison(PredicateComparison)
+}
+
+/// One comparison of a predicate.
+public struct PredicateComparison: Sendable, Hashable {
+    /// How a to-many left side is quantified.
+    public enum Quantifier: String, Sendable, Hashable {
+        case direct, any, all, none
+    }
+
+    /// Comparison operators of the predicate language.
+    public enum Operator: String, Sendable, Hashable {
+        case equal = "=="
+        case notEqual = "!="
+        case less = "<"
+        case lessOrEqual = "<="
+        case greater = ">"
+        case greaterOrEqual = ">="
+        case between = "BETWEEN"
+        case `in` = "IN"
+        case contains = "CONTAINS"
+        case beginsWith = "BEGINSWITH"
+        case endsWith = "ENDSWITH"
+        case like = "LIKE"
+        case matches = "MATCHES"
+    }
+
+    /// `ANY`, `ALL`, `NONE`, or none of them.
+    public var quantifier: Quantifier
+    /// The left side (usually a key path).
+    public var left: PredicateValue
+    /// The operator.
+    public var op: Operator
+    /// `[c]`: case-insensitive.
+    public var caseInsensitive: Bool
+    /// `[d]`: diacritic-insensitive.
+    public var diacriticInsensitive: Bool
+    /// The right side (usually a constant: a bind parameter).
+    public var right: PredicateValue
+
+    /// A comparison.
+    public init(quantifier: Quantifier = .direct, left: PredicateValue, op: Operator, caseInsensitive: Bool = false,
+                diacriticInsensitive: Bool = false, right: PredicateValue) {
+        self.quantifier = quantifier
+        self.left = left
+        self.op = op
+        self.caseInsensitive = caseInsensitive
+        self.diacriticInsensitive = diacriticInsensitive
+        self.right = right
+    }
+}
+
+/// A value in a predicate: a key path, a constant, a list, an aggregate, arithmetic.
+public indirect enum PredicateValue: Sendable, Hashable {
+    /// A key path from the fetched entity (`list.title`), or from a `SUBQUERY` variable
+    /// (`$x.label`: first component `$x`).
+    case keyPath([String])
+    /// A constant (a literal or a `%@`, `%d`, `%f` argument): always a bind parameter.
+    case constant(AttributeValue)
+    /// `{a, b, c}`, or an array argument.
+    case list([PredicateValue])
+    /// `$NAME`, replaced by ``FetchPredicate/substituting(_:)``.
+    case variable(String)
+    /// `items.@count`.
+    case count([String])
+    /// `items.@sum.weight` (and `@avg`, `@min`, `@max`).
+    case aggregate(Aggregate, collection: [String], key: [String])
+    /// `a + b`, `a - b`, `a * b`, `a / b`.
+    case arithmetic(Arithmetic, PredicateValue, PredicateValue)
+    /// `-a`.
+    case negated(PredicateValue)
+    /// `SUBQUERY(collection, $x, predicate)`: the related objects matching the predicate;
+    /// compared through `.@count`.
+    case subquery(collection: [String], variable: String, predicate: PredicateNode)
+
+    /// Key-path aggregates.
+    public enum Aggregate: String, Sendable, Hashable {
+        case sum, avg, min, max
+    }
+
+    /// Arithmetic operators.
+    public enum Arithmetic: String, Sendable, Hashable {
+        case add = "+", subtract = "-", multiply = "*", divide = "/"
+    }
+}
