@@ -1,0 +1,392 @@
+import Foundation
+import PostgresClient
+
+/// Compiles a ``PredicateNode`` for one entity into a SQL condition over the alias `t`, with
+/// every constant a bind parameter and every identifier from the model, quoted.
+///
+/// To-one key paths join (`LEFT JOIN todo_list AS j1 ON j1.id = t.list_id`); to-many key
+/// paths become `EXISTS` subqueries (`ANY`, `NONE`, `ALL`), `@count` and `@sum/@avg/@min/@max`
+/// scalar subqueries, and `SUBQUERY(…)` a counted subquery. `!=` counts NULL as different
+/// (`IS DISTINCT FROM`), as in-memory evaluation does.
+struct PredicateSQL {
+    let entity: EntityDescription
+    var bindings: PostgresBindings
+    /// `LEFT JOIN` clauses for to-one key paths, in order.
+    private(set) var joins: [String] = []
+    private var joinAliases: [String: String] = [:]
+    private var subqueryCount = 0
+    /// SUBQUERY variables in scope: name → (entity, alias).
+    private var scopes: [String: (EntityDescription, String)] = [:]
+
+    init(entity: EntityDescription, bindings: PostgresBindings = PostgresBindings()) {
+        self.entity = entity
+        self.bindings = bindings
+    }
+
+    /// The condition for `node`.
+    mutating func condition(_ node: PredicateNode) throws -> String {
+        try condition(node, entity: entity, alias: "t")
+    }
+
+    private mutating func condition(_ node: PredicateNode, entity: EntityDescription, alias: String) throws -> String {
+        switch node {
+        case .constant(let value):
+            return value ? "TRUE" : "FALSE"
+        case .not(let inner):
+            return "NOT (\(try condition(inner, entity: entity, alias: alias)))"
+        case .and(let terms):
+            return try terms.map { "(\(try condition($0, entity: entity, alias: alias)))" }.joined(separator: " AND ")
+        case .or(let terms):
+            return try terms.map { "(\(try condition($0, entity: entity, alias: alias)))" }.joined(separator: " OR ")
+        case .comparison(let comparison):
+            return try self.comparison(comparison, entity: entity, alias: alias)
+        }
+    }
+
+    // MARK: Key paths
+
+    /// A resolved key path: a column expression and its type, or a to-many step.
+    private enum Resolved {
+        case column(String, AttributeType, key: String)
+        /// A to-many relationship of `owner` (alias) at `index`, then the rest of the path.
+        case toMany(owner: EntityDescription, alias: String, index: Int, rest: [String], key: String)
+    }
+
+    private mutating func resolve(_ path: [String], entity start: EntityDescription, alias start_: String) throws -> Resolved {
+        var entity = start
+        var alias = start_
+        var components = path
+        if let first = components.first, first.hasPrefix("$") {
+            guard let scope = scopes[String(first.dropFirst())] else {
+                throw PostgresDataError.invalidRequest("the variable \(first) is not defined here; use it inside SUBQUERY(…, \(first), …)")
+            }
+            (entity, alias) = scope
+            components.removeFirst()
+            if components.isEmpty { return .column("\(alias).\"id\"", .integer64, key: first) }
+        }
+        let key = path.joined(separator: ".")
+        for (position, name) in components.enumerated() {
+            guard let index = entity.propertyIndex(named: name) else {
+                if name == "id" || name == "objectID" || name == "self" {
+                    return .column("\(alias).\"id\"", .integer64, key: key)
+                }
+                throw Self.unknownKey(name, in: entity, path: key)
+            }
+            switch entity.properties[index] {
+            case .attribute(let attribute):
+                guard position == components.count - 1 else {
+                    throw PostgresDataError.invalidRequest("\(entity.name).\(name) is an attribute, so the key path \(key) cannot go past it")
+                }
+                return .column("\(alias).\(quoteIdentifier(attribute.columnName))", attribute.attributeType, key: key)
+            case .relationship(let relationship):
+                let rest = Array(components[(position + 1)...])
+                guard !relationship.isToMany, case .foreignKey = entity.storage(of: index) else {
+                    // To-many, or the side of a one-to-one without the column: a subquery.
+                    return .toMany(owner: entity, alias: alias, index: index, rest: rest, key: key)
+                }
+                let column = "\(alias).\(quoteIdentifier(entity.columnName(of: index)))"
+                if rest.isEmpty { return .column(column, .integer64, key: key) }
+                if rest == ["id"] || rest == ["objectID"] { return .column(column, .integer64, key: key) }
+                let destination = entity.destination(of: index)
+                let joinKey = "\(alias).\(name)"
+                if let existing = joinAliases[joinKey] {
+                    alias = existing
+                } else {
+                    let joined = "j\(joinAliases.count + 1)"
+                    joins.append("LEFT JOIN \(quoteIdentifier(destination.tableName)) AS \(joined) ON \(joined).\"id\" = \(column)")
+                    joinAliases[joinKey] = joined
+                    alias = joined
+                }
+                entity = destination
+            }
+        }
+        return .column("\(alias).\"id\"", .integer64, key: key)
+    }
+
+    static func unknownKey(_ name: String, in entity: EntityDescription, path: String) -> PostgresDataError {
+        let names = entity.properties.map(\.name)
+        let closest = names.min { distance($0.lowercased(), name.lowercased()) < distance($1.lowercased(), name.lowercased()) }
+        let hint = closest.map { distance($0.lowercased(), name.lowercased()) <= max(2, name.count / 3) ? " Did you mean \"\($0)\"?" : "" } ?? ""
+        return .invalidRequest("\(entity.name) has no property \"\(name)\" (in the key path \(path)).\(hint) Its properties are \(names.joined(separator: ", ")).")
+    }
+
+    /// Edit distance, for suggesting the key a typo meant.
+    static func distance(_ a: String, _ b: String) -> Int {
+        let a = Array(a), b = Array(b)
+        if a.isEmpty { return b.count }
+        var previous = Array(0...b.count)
+        for i in 1...a.count {
+            var row = [i] + Array(repeating: 0, count: b.count)
+            for j in 1...max(1, b.count) where !b.isEmpty {
+                row[j] = min(previous[j] + 1, row[j - 1] + 1, previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1))
+            }
+            previous = row
+        }
+        return previous[b.count]
+    }
+
+    /// `FROM dest AS sN WHERE <link to owner>` for a to-many (or inverse to-one) relationship.
+    private mutating func related(_ owner: EntityDescription, alias: String, index: Int) -> (from: String, destination: EntityDescription, alias: String) {
+        subqueryCount += 1
+        let sub = "s\(subqueryCount)"
+        let destination = owner.destination(of: index)
+        switch owner.storage(of: index) {
+        case .joinTable(let join):
+            let link = "l\(subqueryCount)"
+            return ("FROM \(quoteIdentifier(join.name)) AS \(link) JOIN \(quoteIdentifier(destination.tableName)) AS \(sub) ON \(sub).\"id\" = \(link).\(quoteIdentifier(join.destinationColumn)) WHERE \(link).\(quoteIdentifier(join.sourceColumn)) = \(alias).\"id\"",
+                    destination, sub)
+        default:
+            let column = destination.columnName(of: owner.inverseIndex(of: index))
+            return ("FROM \(quoteIdentifier(destination.tableName)) AS \(sub) WHERE \(sub).\(quoteIdentifier(column)) = \(alias).\"id\"",
+                    destination, sub)
+        }
+    }
+
+    // MARK: Values
+
+    /// An operand: SQL text and, when known, its attribute type.
+    private struct Operand {
+        var sql: String
+        var type: AttributeType?
+        var key: String?
+    }
+
+    private mutating func operand(_ value: PredicateValue, entity: EntityDescription, alias: String,
+                                  expected: AttributeType?, key: String?) throws -> Operand {
+        switch value {
+        case .keyPath(let path):
+            switch try resolve(path, entity: entity, alias: alias) {
+            case .column(let sql, let type, let key):
+                return Operand(sql: sql, type: type, key: key)
+            case .toMany(_, _, _, _, let key):
+                throw PostgresDataError.invalidRequest("\(key) goes through a to-many relationship: compare it with ANY, ALL or NONE, or use @count")
+            }
+        case .constant(let constant):
+            return Operand(sql: try bind(constant, as: expected, key: key), type: expected)
+        case .count(let path):
+            guard case .toMany(let owner, let ownerAlias, let index, let rest, let key) = try resolve(path, entity: entity, alias: alias),
+                  rest.isEmpty else {
+                throw PostgresDataError.invalidRequest("@count needs a to-many relationship, and \(path.joined(separator: ".")) is not one")
+            }
+            _ = key
+            let (from, _, _) = related(owner, alias: ownerAlias, index: index)
+            return Operand(sql: "(SELECT count(*) \(from))", type: .integer64)
+        case .aggregate(let function, let collection, let keyPath):
+            guard case .toMany(let owner, let ownerAlias, let index, let rest, _) = try resolve(collection, entity: entity, alias: alias),
+                  rest.isEmpty else {
+                throw PostgresDataError.invalidRequest("@\(function.rawValue) needs a to-many relationship, and \(collection.joined(separator: ".")) is not one")
+            }
+            let (from, destination, sub) = related(owner, alias: ownerAlias, index: index)
+            guard case .column(let column, let type, _) = try resolve(keyPath, entity: destination, alias: sub) else {
+                throw PostgresDataError.invalidRequest("@\(function.rawValue).\(keyPath.joined(separator: ".")) must name an attribute")
+            }
+            let resultType: AttributeType = function == .avg ? .double : (function == .sum && type.isInteger ? .integer64 : type)
+            let cast = function == .avg ? "::double precision" : (function == .sum && type.isInteger ? "::bigint" : "")
+            return Operand(sql: "(SELECT \(function.rawValue)(\(column))\(cast) \(from))", type: resultType)
+        case .subquery(let collection, let variable, let predicate):
+            guard case .toMany(let owner, let ownerAlias, let index, let rest, _) = try resolve(collection, entity: entity, alias: alias),
+                  rest.isEmpty else {
+                throw PostgresDataError.invalidRequest("SUBQUERY needs a to-many relationship, and \(collection.joined(separator: ".")) is not one")
+            }
+            let (from, destination, sub) = related(owner, alias: ownerAlias, index: index)
+            let saved = scopes[variable]
+            scopes[variable] = (destination, sub)
+            defer { scopes[variable] = saved }
+            let inner = try condition(predicate, entity: destination, alias: sub)
+            return Operand(sql: "(SELECT count(*) \(from) AND (\(inner)))", type: .integer64)
+        case .arithmetic(let op, let left, let right):
+            let lhs = try operand(left, entity: entity, alias: alias, expected: expected, key: key)
+            let rhs = try operand(right, entity: entity, alias: alias, expected: lhs.type ?? expected, key: key)
+            return Operand(sql: "(\(lhs.sql) \(op.rawValue) \(rhs.sql))", type: lhs.type ?? rhs.type)
+        case .negated(let inner):
+            let value = try operand(inner, entity: entity, alias: alias, expected: expected, key: key)
+            return Operand(sql: "(-\(value.sql))", type: value.type)
+        case .list:
+            throw PostgresDataError.invalidRequest("a list is only allowed after IN or BETWEEN")
+        case .variable(let name):
+            throw PostgresDataError.invalidRequest("the variable $\(name) has no value; bind it with substituting([\"\(name)\": …])")
+        }
+    }
+
+    /// Appends a bind parameter for a constant, converted to the type it is compared with.
+    private mutating func bind(_ value: AttributeValue, as type: AttributeType?, key: String?) throws -> String {
+        guard !value.isNull else { return "NULL" }
+        let type = type ?? Self.naturalType(of: value)
+        let converted = try Self.convert(value, to: type, key: key)
+        try bindings.append(type: type.postgresType) { buffer in try ValueCoding.encode(converted, as: type, into: &buffer) }
+        return "$\(bindings.count)::\(type.sqlType)"
+    }
+
+    static func naturalType(of value: AttributeValue) -> AttributeType {
+        switch value {
+        case .integer: .integer64
+        case .double: .double
+        case .float: .float
+        case .decimal: .decimal
+        case .boolean: .boolean
+        case .date: .date
+        case .data: .binaryData
+        case .uuid: .uuid
+        case .url: .uri
+        case .json: .codable
+        case .object: .integer64
+        case .string, .null: .string
+        }
+    }
+
+    /// `value` as a value of `type`, or an error naming the key and both types.
+    static func convert(_ value: AttributeValue, to type: AttributeType, key: String?) throws -> AttributeValue {
+        if value.fits(type) { return value }
+        switch (value, type) {
+        case (.integer(let integer), .double): return .double(Double(integer))
+        case (.integer(let integer), .float): return .float(Float(integer))
+        case (.integer(let integer), .decimal): return .decimal(Decimal(integer))
+        case (.double(let double), .decimal): return .decimal(Decimal(double))
+        case (.double(let double), .float): return .float(Float(double))
+        case (.float(let float), .double): return .double(Double(float))
+        case (.object(let id), .integer64):
+            guard let key = id.primaryKey else {
+                throw PostgresDataError.invalidRequest("\(id) is not saved yet, so no row can match it")
+            }
+            return .integer(key)
+        case (.url(let url), .string): return .string(url.absoluteString)
+        case (.string(let string), .uri):
+            guard let url = URL(string: string) else { break }
+            return .url(url)
+        default: break
+        }
+        throw PostgresDataError.invalidRequest("\(key ?? "the value") is \(type) and cannot be compared with a \(value.typeName) value")
+    }
+
+    /// The SQL of a sort key: a column through to-one relationships (joined as needed).
+    mutating func sortExpression(_ key: String) throws -> (sql: String, type: AttributeType) {
+        let path = key.split(separator: ".").map(String.init)
+        guard case .column(let sql, let type, _) = try resolve(path, entity: entity, alias: "t") else {
+            throw PostgresDataError.invalidRequest("cannot sort by \(key): it goes through a to-many relationship")
+        }
+        return (sql, type)
+    }
+
+    // MARK: Comparisons
+
+    private mutating func comparison(_ comparison: PredicateComparison, entity: EntityDescription, alias: String) throws -> String {
+        // A to-many key path on the left: quantified subquery.
+        if case .keyPath(let path) = comparison.left,
+           case .toMany(let owner, let ownerAlias, let index, let rest, let key) = try resolve(path, entity: entity, alias: alias) {
+            guard comparison.quantifier != .direct || comparison.op == .contains || comparison.op == .in else {
+                throw PostgresDataError.invalidRequest("\(key) goes through a to-many relationship: say ANY, ALL or NONE (ANY \(key) …)")
+            }
+            let (from, destination, sub) = related(owner, alias: ownerAlias, index: index)
+            var inner = comparison
+            inner.quantifier = .direct
+            if rest.isEmpty {
+                // `ANY tags == %@` (an object) or `tags CONTAINS %@`.
+                inner.left = .keyPath(["id"])
+                if comparison.op == .contains { inner.op = .equal }
+            } else {
+                inner.left = .keyPath(rest)
+            }
+            let test = try self.comparison(inner, entity: destination, alias: sub)
+            switch comparison.quantifier {
+            case .all: return "NOT EXISTS (SELECT 1 \(from) AND (\(test)) IS NOT TRUE)"
+            case .none: return "NOT EXISTS (SELECT 1 \(from) AND (\(test)))"
+            case .any, .direct: return "EXISTS (SELECT 1 \(from) AND (\(test)))"
+            }
+        }
+        // `%@ IN tags`: membership in a to-many relationship.
+        if comparison.op == .in, case .keyPath(let path) = comparison.right,
+           case .toMany(let owner, let ownerAlias, let index, let rest, _) = try resolve(path, entity: entity, alias: alias) {
+            let (from, destination, sub) = related(owner, alias: ownerAlias, index: index)
+            let inner = PredicateComparison(left: .keyPath(rest.isEmpty ? ["id"] : rest), op: .equal,
+                                            caseInsensitive: comparison.caseInsensitive,
+                                            diacriticInsensitive: comparison.diacriticInsensitive, right: comparison.left)
+            return "EXISTS (SELECT 1 \(from) AND (\(try self.comparison(inner, entity: destination, alias: sub))))"
+        }
+        let left = try operand(comparison.left, entity: entity, alias: alias, expected: nil, key: nil)
+        switch comparison.op {
+        case .between:
+            guard case .list(let bounds) = comparison.right, bounds.count == 2 else {
+                throw PostgresDataError.invalidRequest("BETWEEN needs two bounds: \(left.key ?? "value") BETWEEN {low, high}")
+            }
+            let low = try operand(bounds[0], entity: entity, alias: alias, expected: left.type, key: left.key)
+            let high = try operand(bounds[1], entity: entity, alias: alias, expected: left.type, key: left.key)
+            return "\(left.sql) BETWEEN \(low.sql) AND \(high.sql)"
+        case .in:
+            guard case .list(let elements) = comparison.right else {
+                let right = try operand(comparison.right, entity: entity, alias: alias, expected: .string, key: left.key)
+                // `name IN 'some text'`: substring, as Core Data reads it.
+                return try stringMatch(left, right, .contains, comparison)
+            }
+            if elements.isEmpty { return "FALSE" }
+            let type = left.type ?? .string
+            var values: [AttributeValue] = []
+            var others: [String] = []
+            for element in elements {
+                if case .constant(let constant) = element, !constant.isNull {
+                    values.append(try Self.convert(constant, to: type, key: left.key))
+                } else {
+                    others.append(try operand(element, entity: entity, alias: alias, expected: type, key: left.key).sql)
+                }
+            }
+            var parts: [String] = []
+            if !values.isEmpty {
+                let lhs = comparison.caseInsensitive && type == .string ? "lower(\(left.sql))" : left.sql
+                let folded = comparison.caseInsensitive && type == .string
+                    ? values.map { if case .string(let s) = $0 { AttributeValue.string(s.lowercased()) } else { $0 } } : values
+                try ValueCoding.appendArray(folded, of: type, to: &bindings)
+                parts.append("\(lhs) = ANY($\(bindings.count)::\(type.sqlType)[])")
+            }
+            for other in others { parts.append("\(left.sql) = \(other)") }
+            if elements.contains(where: { $0 == .constant(.null) }) { parts.append("\(left.sql) IS NULL") }
+            return parts.map { "(\($0))" }.joined(separator: " OR ")
+        case .contains, .beginsWith, .endsWith, .like, .matches:
+            let right = try operand(comparison.right, entity: entity, alias: alias, expected: .string, key: left.key)
+            return try stringMatch(left, right, comparison.op, comparison)
+        case .equal, .notEqual, .less, .lessOrEqual, .greater, .greaterOrEqual:
+            if case .constant(.null) = comparison.right {
+                switch comparison.op {
+                case .equal: return "\(left.sql) IS NULL"
+                case .notEqual: return "\(left.sql) IS NOT NULL"
+                default: return "FALSE"
+                }
+            }
+            var right = try operand(comparison.right, entity: entity, alias: alias, expected: left.type, key: left.key)
+            var lhs = left.sql
+            if comparison.caseInsensitive && (left.type ?? .string) == .string {
+                lhs = "lower(\(lhs))"
+                right.sql = "lower(\(right.sql))"
+            }
+            switch comparison.op {
+            case .equal: return "\(lhs) = \(right.sql)"
+            case .notEqual: return "\(lhs) IS DISTINCT FROM \(right.sql)"
+            default: return "\(lhs) \(comparison.op.rawValue) \(right.sql)"
+            }
+        }
+    }
+
+    private mutating func stringMatch(_ left: Operand, _ right: Operand, _ op: PredicateComparison.Operator,
+                                      _ comparison: PredicateComparison) throws -> String {
+        guard (left.type ?? .string) == .string else {
+            throw PostgresDataError.invalidRequest("\(op.rawValue) compares strings, and \(left.key ?? "the left side") is \(left.type!)")
+        }
+        if comparison.diacriticInsensitive {
+            throw PostgresDataError.invalidRequest("[d] (diacritic-insensitive) comparisons are not supported yet")
+        }
+        let like = comparison.caseInsensitive ? "ILIKE" : "LIKE"
+        // The pattern is built on the server from the bound value: LIKE's own wildcards in
+        // the value are escaped, so `50%` matches only "50%".
+        let escaped = "replace(replace(replace(\(right.sql), '\\', '\\\\'), '%', '\\%'), '_', '\\_')"
+        switch op {
+        case .contains: return "\(left.sql) \(like) ('%' || \(escaped) || '%')"
+        case .beginsWith: return "\(left.sql) \(like) (\(escaped) || '%')"
+        case .endsWith: return "\(left.sql) \(like) ('%' || \(escaped))"
+        case .like:
+            // Core Data's LIKE: `*` any characters, `?` one character.
+            return "\(left.sql) \(like) replace(replace(\(escaped), '*', '%'), '?', '_')"
+        case .matches:
+            return "\(left.sql) \(comparison.caseInsensitive ? "~*" : "~") ('^(?:' || \(right.sql) || ')$')"
+        default:
+            preconditionFailure("not a string operator")
+        }
+    }
+}
