@@ -56,7 +56,9 @@ import Testing
         #expect(between.op == .between && between.right == .list([.constant(.integer(1)), .constant(.integer(10))]))
         guard case .comparison(let inList) = try parse("name IN %@", ["a", "b"]) else { Issue.record("not a comparison"); return }
         #expect(inList.right == .list([.constant(.string("a")), .constant(.string("b"))]))
-        #expect(try parse("a == -3 AND b == 1.5e3 AND c == 'it\\'s'") != .constant(true))
+        #expect(try parse("a == -3 AND b == 1.5e3 AND c == 'it\\'s'") == .and([
+            comparison("a", .equal, .integer(-3)), comparison("b", .equal, .double(1500)), comparison("c", .equal, .string("it's")),
+        ]))
     }
 
     @Test func keyPathsAggregatesQuantifiersAndSubqueries() throws {

@@ -212,6 +212,8 @@ final class NotificationHub: Sendable {
     }
 }
 
+/// A context held weakly, for the lists of contexts to notify (its `weak` reference is only
+/// read and written under the owner's lock).
 final class ManagedObjectContextBox: @unchecked Sendable {
     weak var context: ManagedObjectContext?
     init(_ context: ManagedObjectContext) { self.context = context }

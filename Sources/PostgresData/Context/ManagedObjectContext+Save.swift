@@ -267,18 +267,20 @@ extension ManagedObjectContext {
         let referenced = model.entities.contains { entity in
             entity.properties.indices.contains { entity.properties[$0].relationship != nil && destinations.contains(entity.destination(of: $0)) }
         }
-        for object in registered.values where referenced {
-            let entity = object.entity
-            guard entity.hasForeignKeys || !object.relationshipSets.isEmpty, !object.values.isEmpty else { continue }
-            for index in entity.columnIndices where entity.properties[index].relationship != nil {
-                guard destinations.contains(entity.destination(of: index)), case .object(let id) = object.values[index],
-                      let replacement = allocatedID(for: id) else { continue }
-                object.values[index] = .object(replacement)
-            }
-            for (index, set) in object.relationshipSets where destinations.contains(entity.destination(of: index)) {
-                func map(_ id: ManagedObjectID) -> ManagedObjectID { allocatedID(for: id) ?? id }
-                object.relationshipSets[index] = RelationshipSet(
-                    ids: set.ids.map(map), added: Set(set.added.map(map)), removed: Set(set.removed.map(map)))
+        if referenced {
+            for object in registered.values {
+                let entity = object.entity
+                guard entity.hasForeignKeys || !object.relationshipSets.isEmpty, !object.values.isEmpty else { continue }
+                for index in entity.columnIndices where entity.properties[index].relationship != nil {
+                    guard destinations.contains(entity.destination(of: index)), case .object(let id) = object.values[index],
+                          let replacement = allocatedID(for: id) else { continue }
+                    object.values[index] = .object(replacement)
+                }
+                for (index, set) in object.relationshipSets where destinations.contains(entity.destination(of: index)) {
+                    func map(_ id: ManagedObjectID) -> ManagedObjectID { allocatedID(for: id) ?? id }
+                    object.relationshipSets[index] = RelationshipSet(
+                        ids: set.ids.map(map), added: Set(set.added.map(map)), removed: Set(set.removed.map(map)))
+                }
             }
         }
         for object in objects where object.allocatedKey != 0 {

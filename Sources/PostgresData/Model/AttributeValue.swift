@@ -96,18 +96,7 @@ public enum AttributeValue: Sendable, Hashable {
         if let value = value as? AttributeValue { return value }
         switch type {
         case .integer16, .integer32, .integer64:
-            let integer: Int64? = switch value {
-            case let value as Int: Int64(value)
-            case let value as Int64: value
-            case let value as Int32: Int64(value)
-            case let value as Int16: Int64(value)
-            case let value as Int8: Int64(value)
-            case let value as UInt8: Int64(value)
-            case let value as UInt16: Int64(value)
-            case let value as UInt32: Int64(value)
-            default: nil
-            }
-            return integer.map(AttributeValue.integer)
+            return integer(value).map(AttributeValue.integer)
         case .double:
             if let value = value as? Double { return .double(value) }
             if let value = value as? Float { return .double(Double(value)) }
@@ -135,6 +124,21 @@ public enum AttributeValue: Sendable, Hashable {
                 return .json(data)
             }
             return nil
+        }
+    }
+
+    /// Any Swift integer as an `Int64`, or nil for other values.
+    static func integer(_ value: Any?) -> Int64? {
+        switch value {
+        case let value as Int: Int64(value)
+        case let value as Int64: value
+        case let value as Int32: Int64(value)
+        case let value as Int16: Int64(value)
+        case let value as Int8: Int64(value)
+        case let value as UInt8: Int64(value)
+        case let value as UInt16: Int64(value)
+        case let value as UInt32: Int64(value)
+        default: nil
         }
     }
 

@@ -368,14 +368,14 @@ struct PredicateParser {
             }
             return .keyPath(parts)
         case "d":
-            guard let integer = Self.integer(value) else {
+            guard let integer = AttributeValue.integer(value) else {
                 throw error("%d needs an integer, got \(value.map { "\(type(of: $0))" } ?? "nil")", at: token)
             }
             return .constant(.integer(integer))
         case "f":
             if let double = value as? Double { return .constant(.double(double)) }
             if let float = value as? Float { return .constant(.double(Double(float))) }
-            if let integer = Self.integer(value) { return .constant(.double(Double(integer))) }
+            if let integer = AttributeValue.integer(value) { return .constant(.double(Double(integer))) }
             throw error("%f needs a number, got \(value.map { "\(type(of: $0))" } ?? "nil")", at: token)
         default:
             guard let converted = Self.value(value) else {
@@ -385,22 +385,10 @@ struct PredicateParser {
         }
     }
 
-    private static func integer(_ value: Any?) -> Int64? {
-        switch value {
-        case let value as Int: Int64(value)
-        case let value as Int64: value
-        case let value as Int32: Int64(value)
-        case let value as Int16: Int64(value)
-        case let value as UInt8: Int64(value)
-        case let value as UInt32: Int64(value)
-        default: nil
-        }
-    }
-
     /// A `%@` argument as a predicate value: a constant, or a list for arrays and sets.
     static func value(_ value: Any?) -> PredicateValue? {
         guard let value else { return .constant(.null) }
-        if let integer = integer(value) { return .constant(.integer(integer)) }
+        if let integer = AttributeValue.integer(value) { return .constant(.integer(integer)) }
         switch value {
         case let value as AttributeValue: return .constant(value)
         case let value as Double: return .constant(.double(value))

@@ -164,11 +164,10 @@ struct PredicateSQL {
         case .constant(let constant):
             return Operand(sql: try bind(constant, as: expected, key: key), type: expected)
         case .count(let path):
-            guard case .toMany(let owner, let ownerAlias, let index, let rest, let key) = try resolve(path, entity: entity, alias: alias),
+            guard case .toMany(let owner, let ownerAlias, let index, let rest, _) = try resolve(path, entity: entity, alias: alias),
                   rest.isEmpty else {
                 throw PostgresDataError.invalidRequest("@count needs a to-many relationship, and \(path.joined(separator: ".")) is not one")
             }
-            _ = key
             let (from, _, _) = related(owner, alias: ownerAlias, index: index)
             return Operand(sql: "(SELECT count(*) \(from))", type: .integer64)
         case .aggregate(let function, let collection, let keyPath):

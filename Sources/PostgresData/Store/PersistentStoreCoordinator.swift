@@ -23,7 +23,7 @@ public final class PersistentStoreCoordinator: Sendable {
 
     private let store = Locked<LoadedStore?>(nil)
     private let requests = Locked<Int>(0)
-    private let observers = Locked<[WeakContext]>([])
+    private let observers = Locked<[ManagedObjectContextBox]>([])
 
     /// A coordinator for `model`; add a store before using it.
     public init(managedObjectModel: ManagedObjectModel, logger: Logger = Logger(label: "PostgresData")) {
@@ -142,15 +142,10 @@ public final class PersistentStoreCoordinator: Sendable {
 
     // MARK: Contexts that merge saves automatically
 
-    final class WeakContext: @unchecked Sendable {
-        weak var context: ManagedObjectContext?
-        init(_ context: ManagedObjectContext) { self.context = context }
-    }
-
     func register(_ context: ManagedObjectContext) {
         observers.withLock { observers in
             observers.removeAll { $0.context == nil }
-            observers.append(WeakContext(context))
+            observers.append(ManagedObjectContextBox(context))
         }
     }
 
