@@ -113,8 +113,15 @@ public final class TemporaryPostgres: Sendable {
     }
 
     private func initialize(settings: [String: String]) throws {
-        _ = try run(binaries.initdb, ["-D", dataDirectory, "-U", "postgres", "--auth=trust", "-E", "UTF8",
-                                      "--no-locale", "--no-sync"], asServerUser: true)
+        // C.UTF-8: code-point collation (the order PostgresData's in-memory evaluation uses)
+        // with Unicode case mapping for lower()/upper(); plain C where the locale is missing.
+        let common = ["-D", dataDirectory, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync"]
+        do {
+            _ = try run(binaries.initdb, common + ["--locale=C.UTF-8"], asServerUser: true)
+        } catch {
+            try? FileManager.default.removeItem(atPath: dataDirectory)
+            _ = try run(binaries.initdb, common + ["--no-locale"], asServerUser: true)
+        }
         var configuration = "\n# PostgresDataTesting\nport = \(port)\nlisten_addresses = '127.0.0.1'\n"
         configuration += "unix_socket_directories = '\(directory)'\n"
         for (name, value) in settings.sorted(by: { $0.key < $1.key }) {

@@ -58,6 +58,8 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     var deletedSet = OrderedDictionary<ObjectIdentifier, ManagedObject>()
     var recordedErrors: [PostgresDataError] = []
     var pendingChanges = PendingChanges()
+    /// The batches of batched fetches filled most recently, oldest first.
+    var filledBatches: [FaultingBatch] = []
 
     /// A context on its own queue (or the main queue) over `coordinator`.
     public init(concurrencyType: ConcurrencyType, coordinator: PersistentStoreCoordinator) {
@@ -339,6 +341,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
         deletedSet = [:]
         recordedErrors = []
         pendingChanges = PendingChanges()
+        filledBatches = []
     }
 
     /// Updates an object from the store: without `mergeChanges` its unsaved changes are
@@ -402,6 +405,20 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     func fulfillFault(_ object: ManagedObject) {
         assertOnQueue()
         do {
+            if let batch = object.faultingBatch, parent == nil {
+                do {
+                    try fill(batch)
+                } catch let error as PostgresDataError where error.isRetryable {
+                    persistentStoreCoordinator.logger.warning("filling a batch of faults failed, retrying once: \(error)")
+                    try fill(batch)
+                }
+                if !object.isFaultStorage { return }
+            }
+            if object.holdsCacheReference, let snapshot = persistentStoreCoordinator.rowCache.snapshot(for: object.objectID) {
+                // A fault a fetch returned: its row waits in the row cache.
+                fill(object, values: snapshot.values, snapshot: snapshot)
+                return
+            }
             let loaded: ([AttributeValue], RowSnapshot)?
             do {
                 loaded = try loadValues(for: object.objectID)
@@ -449,7 +466,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
 
     /// Registers fetched rows: new objects for unknown IDs, fresh values for faults; objects
     /// already holding values keep them (and their unsaved changes).
-    func register(_ rows: [(Int64, RowSnapshot)], entity: EntityDescription) -> [ManagedObject] {
+    func register(_ rows: [(Int64, RowSnapshot)], entity: EntityDescription, asFaults: Bool = false) -> [ManagedObject] {
         var objects: [ManagedObject] = []
         objects.reserveCapacity(rows.count)
         var cached: [(ManagedObjectID, RowSnapshot)] = []
@@ -458,7 +475,14 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
         for (key, snapshot) in rows {
             let id = ManagedObjectID(entity: entity, primaryKey: key)
             if let object = registered[id] {
-                if object.isFaultStorage {
+                if object.isFaultStorage && asFaults {
+                    if object.holdsCacheReference {
+                        cache.update(CollectionOfOne((id, snapshot)))
+                    } else {
+                        cached.append((id, snapshot))
+                        object.holdsCacheReference = true
+                    }
+                } else if object.isFaultStorage {
                     object.values = snapshot.values
                     object.snapshot = snapshot
                     object.isFaultStorage = false
@@ -473,9 +497,11 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
             let object = entity.managedObjectClass.init(entity: entity, insertInto: nil)
             object.objectID = id
             object.managedObjectContext = self
-            object.values = snapshot.values
-            object.snapshot = snapshot
-            object.isFaultStorage = false
+            if !asFaults {
+                object.values = snapshot.values
+                object.snapshot = snapshot
+                object.isFaultStorage = false
+            }
             object.holdsCacheReference = true
             cached.append((id, snapshot))
             registered[id] = object

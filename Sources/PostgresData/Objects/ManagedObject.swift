@@ -39,6 +39,8 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     var allocatedKey: Int64 = 0
     /// True while the object's context holds a reference in the coordinator's row cache for it.
     var holdsCacheReference = false
+    /// The batch of a batched fetch this object is filled with, if any.
+    var faultingBatch: FaultingBatch?
 
     /// Inserts a new object of `entity` into `context` (or makes an unregistered one when nil).
     ///

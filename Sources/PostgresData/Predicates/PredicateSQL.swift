@@ -33,7 +33,8 @@ struct PredicateSQL {
         case .constant(let value):
             return value ? "TRUE" : "FALSE"
         case .not(let inner):
-            return "NOT (\(try condition(inner, entity: entity, alias: alias)))"
+            // Two-valued, as in memory: a comparison with NULL is false, so its negation is true.
+            return "(\(try condition(inner, entity: entity, alias: alias))) IS NOT TRUE"
         case .and(let terms):
             return try terms.map { "(\(try condition($0, entity: entity, alias: alias)))" }.joined(separator: " AND ")
         case .or(let terms):
@@ -181,7 +182,9 @@ struct PredicateSQL {
             }
             let resultType: AttributeType = function == .avg ? .double : (function == .sum && type.isInteger ? .integer64 : type)
             let cast = function == .avg ? "::double precision" : (function == .sum && type.isInteger ? "::bigint" : "")
-            return Operand(sql: "(SELECT \(function.rawValue)(\(column))\(cast) \(from))", type: resultType)
+            // The sum of no values is 0, as in memory (SQL's sum gives NULL).
+            let aggregate = function == .sum ? "coalesce(sum(\(column)), 0)" : "\(function.rawValue)(\(column))"
+            return Operand(sql: "(SELECT \(aggregate)\(cast) \(from))", type: resultType)
         case .subquery(let collection, let variable, let predicate):
             guard case .toMany(let owner, let ownerAlias, let index, let rest, _) = try resolve(collection, entity: entity, alias: alias),
                   rest.isEmpty else {
@@ -328,14 +331,18 @@ struct PredicateSQL {
                 }
             }
             var parts: [String] = []
+            let folds = type == .string && (comparison.caseInsensitive || comparison.diacriticInsensitive)
+            let lhs = folds ? fold(left.sql, comparison) : left.sql
             if !values.isEmpty {
-                let lhs = comparison.caseInsensitive && type == .string ? "lower(\(left.sql))" : left.sql
-                let folded = comparison.caseInsensitive && type == .string
-                    ? values.map { if case .string(let s) = $0 { AttributeValue.string(s.lowercased()) } else { $0 } } : values
+                let folded = folds ? values.map { value in
+                    guard case .string(let string) = value else { return value }
+                    return .string(TextFolding.fold(string, caseInsensitive: comparison.caseInsensitive,
+                                                    diacriticInsensitive: comparison.diacriticInsensitive))
+                } : values
                 try ValueCoding.appendArray(folded, of: type, to: &bindings)
                 parts.append("\(lhs) = ANY($\(bindings.count)::\(type.sqlType)[])")
             }
-            for other in others { parts.append("\(left.sql) = \(other)") }
+            for other in others { parts.append("\(lhs) = \(folds ? fold(other, comparison) : other)") }
             if elements.contains(where: { $0 == .constant(.null) }) { parts.append("\(left.sql) IS NULL") }
             return parts.map { "(\($0))" }.joined(separator: " OR ")
         case .contains, .beginsWith, .endsWith, .like, .matches:
@@ -349,14 +356,21 @@ struct PredicateSQL {
                 default: return "FALSE"
                 }
             }
+            if case .constant(.object(let id)) = comparison.right, id.primaryKey == nil,
+               comparison.op == .equal || comparison.op == .notEqual {
+                // An unsaved object: no stored row points at it yet.
+                return comparison.op == .equal ? "FALSE" : "TRUE"
+            }
             var right = try operand(comparison.right, entity: entity, alias: alias, expected: left.type, key: left.key)
             var lhs = left.sql
-            if comparison.caseInsensitive && (left.type ?? .string) == .string {
-                lhs = "lower(\(lhs))"
-                right.sql = "lower(\(right.sql))"
+            if (comparison.caseInsensitive || comparison.diacriticInsensitive) && (left.type ?? .string) == .string {
+                lhs = fold(lhs, comparison)
+                right.sql = fold(right.sql, comparison)
             }
+            let constantRight = if case .constant = comparison.right { true } else { false }
             switch comparison.op {
-            case .equal: return "\(lhs) = \(right.sql)"
+            // Two NULL key paths are equal, as in memory; a NULL never equals a constant.
+            case .equal: return constantRight ? "\(lhs) = \(right.sql)" : "\(lhs) IS NOT DISTINCT FROM \(right.sql)"
             case .notEqual: return "\(lhs) IS DISTINCT FROM \(right.sql)"
             default: return "\(lhs) \(comparison.op.rawValue) \(right.sql)"
             }
@@ -368,24 +382,29 @@ struct PredicateSQL {
         guard (left.type ?? .string) == .string else {
             throw PostgresDataError.invalidRequest("\(op.rawValue) compares strings, and \(left.key ?? "the left side") is \(left.type!)")
         }
-        if comparison.diacriticInsensitive {
-            throw PostgresDataError.invalidRequest("[d] (diacritic-insensitive) comparisons are not supported yet")
+        if op == .matches {
+            // The regular expression keeps its case; `~*` ignores case instead.
+            let subject = TextFolding.sql(left.sql, caseInsensitive: false, diacriticInsensitive: comparison.diacriticInsensitive)
+            let pattern = TextFolding.sql(right.sql, caseInsensitive: false, diacriticInsensitive: comparison.diacriticInsensitive)
+            return "\(subject) \(comparison.caseInsensitive ? "~*" : "~") ('^(?:' || \(pattern) || ')$')"
         }
-        let like = comparison.caseInsensitive ? "ILIKE" : "LIKE"
+        let subject = fold(left.sql, comparison)
         // The pattern is built on the server from the bound value: LIKE's own wildcards in
         // the value are escaped, so `50%` matches only "50%".
-        let escaped = "replace(replace(replace(\(right.sql), '\\', '\\\\'), '%', '\\%'), '_', '\\_')"
+        let escaped = "replace(replace(replace(\(fold(right.sql, comparison)), '\\', '\\\\'), '%', '\\%'), '_', '\\_')"
         switch op {
-        case .contains: return "\(left.sql) \(like) ('%' || \(escaped) || '%')"
-        case .beginsWith: return "\(left.sql) \(like) (\(escaped) || '%')"
-        case .endsWith: return "\(left.sql) \(like) ('%' || \(escaped))"
+        case .contains: return "\(subject) LIKE ('%' || \(escaped) || '%')"
+        case .beginsWith: return "\(subject) LIKE (\(escaped) || '%')"
+        case .endsWith: return "\(subject) LIKE ('%' || \(escaped))"
         case .like:
             // Core Data's LIKE: `*` any characters, `?` one character.
-            return "\(left.sql) \(like) replace(replace(\(escaped), '*', '%'), '?', '_')"
-        case .matches:
-            return "\(left.sql) \(comparison.caseInsensitive ? "~*" : "~") ('^(?:' || \(right.sql) || ')$')"
+            return "\(subject) LIKE replace(replace(\(escaped), '*', '%'), '?', '_')"
         default:
             preconditionFailure("not a string operator")
         }
+    }
+
+    private func fold(_ sql: String, _ comparison: PredicateComparison) -> String {
+        TextFolding.sql(sql, caseInsensitive: comparison.caseInsensitive, diacriticInsensitive: comparison.diacriticInsensitive)
     }
 }

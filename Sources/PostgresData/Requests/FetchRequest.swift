@@ -6,28 +6,10 @@ public enum FetchRequestResultType: Sendable, Hashable {
     case managedObject
     /// Object IDs only (`Sendable`: hand them to other contexts).
     case managedObjectID
+    /// One `[String: AttributeValue]` per row (or per group): ``FetchRequest/propertiesToFetch``.
+    case dictionary
     /// The number of matching rows.
     case count
-}
-
-/// How fetched objects are ordered: a key path (through to-one relationships), the
-/// direction, and optionally case-insensitively. NULL sorts first ascending, as in Core Data.
-///
-/// Core Data equivalent: `NSSortDescriptor(key:ascending:)`.
-public struct FetchSortDescriptor: Sendable, Hashable {
-    /// The key path sorted by (`name`, `list.title`).
-    public var key: String
-    /// Smallest first when true.
-    public var ascending: Bool
-    /// Compare strings without regard to case (`lower(…)`).
-    public var caseInsensitive: Bool
-
-    /// A sort by `key`.
-    public init(key: String, ascending: Bool = true, caseInsensitive: Bool = false) {
-        self.key = key
-        self.ascending = ascending
-        self.caseInsensitive = caseInsensitive
-    }
 }
 
 /// A description of objects to fetch from the store.
@@ -38,6 +20,7 @@ public struct FetchSortDescriptor: Sendable, Hashable {
 /// ```swift
 /// var request = FetchRequest<Item>(predicate: try FetchPredicate(format: "done == NO AND weight >= %@", 10))
 /// request.sortDescriptors = [FetchSortDescriptor(key: "name")]
+/// request.fetchBatchSize = 100                      // IDs now, rows 100 at a time as they are used
 /// let items = try context.fetch(request)
 /// let ids = try context.fetch(FetchRequest<ManagedObjectID>(entityName: "Item"))
 /// ```
@@ -52,46 +35,193 @@ public struct FetchRequest<Result>: Sendable {
     public var fetchLimit: Int = 0
     /// How many results to skip.
     public var fetchOffset: Int = 0
-    /// Objects, IDs or a count.
+    /// When more than 0, the fetch reads only the IDs of the matching rows; the returned
+    /// objects are faults filled this many at a time (one query per batch) as they are used,
+    /// and the context keeps only the last few batches filled.
+    public var fetchBatchSize: Int = 0
+    /// Objects, IDs, dictionaries or a count.
     public var resultType: FetchRequestResultType
+    /// For dictionary results: the key paths and aggregates to return (all attributes and
+    /// to-one relationships when nil).
+    public var propertiesToFetch: [FetchedProperty]?
+    /// For dictionary results: the key paths rows are grouped by (`GROUP BY`); every key
+    /// path of ``propertiesToFetch`` must be one of them.
+    public var propertiesToGroupBy: [String] = []
+    /// For dictionary results: drop duplicate dictionaries (`SELECT DISTINCT`).
+    public var returnsDistinctResults = false
+    /// Relationships (key paths through relationships: `list`, `tags`, `list.owner`) whose
+    /// objects are fetched with the results: one query per relationship, never one per object.
+    public var relationshipKeyPathsForPrefetching: [String] = []
+    /// When true (the default, as in Core Data) fetched objects are faults whose rows wait in
+    /// the coordinator's row cache, so the first access costs no query; when false they hold
+    /// their values at once.
+    public var returnsObjectsAsFaults = true
+    /// When false, only IDs are read and objects are plain faults (one query when used).
+    public var includesPropertyValues = true
+    /// When true (the default), the context's unsaved inserts, updates and deletes are
+    /// reflected: inserted objects that match are included, deleted ones left out, and
+    /// changed ones judged on their current values. Dictionary results read only the store.
+    public var includesPendingChanges = true
 
-    /// A request for the objects (or IDs) of `entityName`.
+    /// A request for the objects (or IDs, or dictionaries) of `entityName`.
     public init(entityName: String, predicate: FetchPredicate? = nil, sortDescriptors: [FetchSortDescriptor] = []) {
         self.entityName = entityName
         self.predicate = predicate
         self.sortDescriptors = sortDescriptors
-        self.resultType = Result.self == ManagedObjectID.self ? .managedObjectID : .managedObject
+        if Result.self == ManagedObjectID.self {
+            self.resultType = .managedObjectID
+        } else if Result.self == [String: AttributeValue].self {
+            self.resultType = .dictionary
+        } else {
+            self.resultType = .managedObject
+        }
     }
 
-    /// The SQL of the request: `SELECT … FROM table AS t [JOIN …] WHERE … ORDER BY … LIMIT … OFFSET …`.
-    func sql(for entity: EntityDescription, columns: String) throws -> (String, PostgresBindings) {
+    /// `SELECT columns FROM table AS t [JOIN …] WHERE … [AND t.id <> ALL(excluded)] ORDER BY … LIMIT … OFFSET …`.
+    func sql(for entity: EntityDescription, columns: String, excluding excluded: [Int64] = []) throws -> (String, PostgresBindings) {
         var compiler = PredicateSQL(entity: entity)
-        let condition = try predicate.map { try compiler.condition($0.node) }
+        var conditions = try predicate.map { [try compiler.condition($0.node)] } ?? []
         var order: [String] = []
         if resultType != .count {
             for descriptor in sortDescriptors {
                 let (sql, type) = try compiler.sortExpression(descriptor.key)
-                let expression = descriptor.caseInsensitive && type == .string ? "lower(\(sql))" : sql
-                order.append("\(expression) \(descriptor.ascending ? "ASC NULLS FIRST" : "DESC NULLS LAST")")
+                order.append(Self.orderTerm(sql, type: type, descriptor))
             }
             order.append("t.\"id\"")
         }
+        var bindings = compiler.bindings
+        if !excluded.isEmpty {
+            try bindings.append(excluded)
+            conditions.append("t.\"id\" <> ALL($\(bindings.count))")
+        }
         var sql = "SELECT \(columns) FROM \(quoteIdentifier(entity.tableName)) AS t"
         for join in compiler.joins { sql += " " + join }
-        if let condition { sql += " WHERE \(condition)" }
-        var bindings = compiler.bindings
+        if !conditions.isEmpty { sql += " WHERE " + conditions.map { "(\($0))" }.joined(separator: " AND ") }
         if !order.isEmpty { sql += " ORDER BY " + order.joined(separator: ", ") }
-        if resultType != .count {
-            if fetchLimit > 0 {
-                try bindings.append(Int64(fetchLimit))
-                sql += " LIMIT $\(bindings.count)"
+        if resultType != .count { try appendLimits(to: &sql, &bindings) }
+        return (sql, bindings)
+    }
+
+    private static func orderTerm(_ sql: String, type: AttributeType?, _ descriptor: FetchSortDescriptor) -> String {
+        let expression = descriptor.caseInsensitive && type == .string ? "lower(\(sql))" : sql
+        return "\(expression) \(descriptor.ascending ? "ASC NULLS FIRST" : "DESC NULLS LAST")"
+    }
+
+    private func appendLimits(to sql: inout String, _ bindings: inout PostgresBindings) throws {
+        if fetchLimit > 0 {
+            try bindings.append(Int64(fetchLimit))
+            sql += " LIMIT $\(bindings.count)"
+        }
+        if fetchOffset > 0 {
+            try bindings.append(Int64(fetchOffset))
+            sql += " OFFSET $\(bindings.count)"
+        }
+    }
+
+    /// A column of a dictionary fetch: its key, how to decode it, and for a to-one
+    /// relationship the entity its IDs belong to.
+    struct DictionaryColumn {
+        var name: String
+        var type: AttributeType
+        var destination: EntityDescription?
+    }
+
+    /// The SQL of a dictionary fetch: selected key paths and aggregates, `GROUP BY`,
+    /// `DISTINCT`, sorts by key path or by expression name.
+    func dictionarySQL(for entity: EntityDescription) throws -> (String, PostgresBindings, [DictionaryColumn]) {
+        var compiler = PredicateSQL(entity: entity)
+        let condition = try predicate.map { try compiler.condition($0.node) }
+        let properties = propertiesToFetch ?? entity.columnIndices.map { .keyPath(entity.properties[$0].name) }
+        guard !properties.isEmpty else {
+            throw PostgresDataError.invalidRequest("a dictionary fetch of \(entity.name) needs propertiesToFetch")
+        }
+        var selected: [String] = []
+        var columns: [DictionaryColumn] = []
+        var keyPaths: [String: String] = [:]
+        for property in properties {
+            guard !columns.contains(where: { $0.name == property.name }) else {
+                throw PostgresDataError.invalidRequest("propertiesToFetch names \"\(property.name)\" twice; give each expression its own name")
             }
-            if fetchOffset > 0 {
-                try bindings.append(Int64(fetchOffset))
-                sql += " OFFSET $\(bindings.count)"
+            switch property {
+            case .keyPath(let key):
+                let (sql, type) = try compiler.sortExpression(key)
+                selected.append("\(sql) AS \(quoteIdentifier(key))")
+                keyPaths[key] = sql
+                columns.append(DictionaryColumn(name: key, type: type, destination: try Self.relationshipDestination(of: key, in: entity)))
+            case .expression(let description):
+                let (sql, type) = try aggregate(description, compiler: &compiler)
+                selected.append("\(sql) AS \(quoteIdentifier(description.name))")
+                columns.append(DictionaryColumn(name: description.name, type: type, destination: nil))
             }
         }
-        return (sql, bindings)
+        var grouped: [String] = []
+        for key in propertiesToGroupBy {
+            grouped.append(try keyPaths[key] ?? compiler.sortExpression(key).sql)
+        }
+        if !propertiesToGroupBy.isEmpty {
+            for key in keyPaths.keys.sorted() where !propertiesToGroupBy.contains(key) {
+                throw PostgresDataError.invalidRequest("\(key) is fetched but not grouped by: add it to propertiesToGroupBy or fetch an aggregate of it")
+            }
+        }
+        var order: [String] = []
+        for descriptor in sortDescriptors {
+            if let column = columns.first(where: { $0.name == descriptor.key }), keyPaths[descriptor.key] == nil {
+                order.append(Self.orderTerm(quoteIdentifier(column.name), type: column.type, descriptor))
+                continue
+            }
+            if (returnsDistinctResults || !propertiesToGroupBy.isEmpty) && keyPaths[descriptor.key] == nil {
+                throw PostgresDataError.invalidRequest("cannot sort distinct or grouped results by \(descriptor.key): sort by a fetched key path or expression name")
+            }
+            let (sql, type) = try compiler.sortExpression(descriptor.key)
+            order.append(Self.orderTerm(sql, type: type, descriptor))
+        }
+        var sql = "SELECT \(returnsDistinctResults ? "DISTINCT " : "")\(selected.joined(separator: ", ")) FROM \(quoteIdentifier(entity.tableName)) AS t"
+        for join in compiler.joins { sql += " " + join }
+        if let condition { sql += " WHERE \(condition)" }
+        if !grouped.isEmpty { sql += " GROUP BY " + grouped.joined(separator: ", ") }
+        if !order.isEmpty { sql += " ORDER BY " + order.joined(separator: ", ") }
+        var bindings = compiler.bindings
+        try appendLimits(to: &sql, &bindings)
+        return (sql, bindings, columns)
+    }
+
+    private func aggregate(_ description: ExpressionDescription, compiler: inout PredicateSQL) throws -> (String, AttributeType) {
+        let (column, type) = try compiler.sortExpression(description.keyPath)
+        var sql: String
+        var resultType: AttributeType
+        switch description.function {
+        case .count:
+            (sql, resultType) = ("count(\(column))", .integer64)
+        case .sum:
+            guard type.isNumeric else {
+                throw PostgresDataError.invalidRequest("sum needs a number, and \(description.keyPath) is \(type)")
+            }
+            (sql, resultType) = type.isInteger ? ("coalesce(sum(\(column)), 0)::bigint", .integer64) : ("coalesce(sum(\(column)), 0)", type)
+        case .average:
+            guard type.isNumeric else {
+                throw PostgresDataError.invalidRequest("average needs a number, and \(description.keyPath) is \(type)")
+            }
+            (sql, resultType) = ("avg(\(column))::double precision", .double)
+        case .min, .max:
+            (sql, resultType) = ("\(description.function.rawValue)(\(column))", type)
+        }
+        if let cast = description.expressionResultType, cast != resultType {
+            sql = "(\(sql))::\(cast.sqlType)"
+            resultType = cast
+        }
+        return (sql, resultType)
+    }
+
+    /// The destination entity when `key` ends at a to-one relationship (its values are IDs).
+    private static func relationshipDestination(of key: String, in start: EntityDescription) throws -> EntityDescription? {
+        var entity = start
+        let components = key.split(separator: ".").map(String.init)
+        for (position, name) in components.enumerated() {
+            guard let index = entity.propertyIndex(named: name), entity.properties[index].relationship != nil else { return nil }
+            entity = entity.destination(of: index)
+            if position == components.count - 1 { return entity }
+        }
+        return nil
     }
 }
 
@@ -100,67 +230,4 @@ extension FetchRequest where Result: ManagedObject {
     public init(predicate: FetchPredicate? = nil, sortDescriptors: [FetchSortDescriptor] = []) {
         self.init(entityName: Result.entity().name, predicate: predicate, sortDescriptors: sortDescriptors)
     }
-}
-
-extension ManagedObjectContext {
-    /// Runs a fetch request: objects (registered in this context; objects already registered
-    /// keep their unsaved changes) or object IDs.
-    ///
-    /// Core Data equivalent: `fetch(_:)`.
-    public func fetch<Result>(_ request: FetchRequest<Result>) throws -> [Result] {
-        assertOnQueue()
-        let entity = try entity(named: request.entityName)
-        let coordinator = persistentStoreCoordinator
-        switch request.resultType {
-        case .managedObjectID:
-            let (sql, bindings) = try request.sql(for: entity, columns: "t.\"id\"")
-            let keys = try runStore { try await coordinator.fetchIntegers(sql: sql, bindings: bindings) }
-            let ids = keys.map { ManagedObjectID(entity: entity, primaryKey: $0) }
-            guard let result = ids as? [Result] else {
-                throw PostgresDataError.invalidRequest("a request with result type managedObjectID returns ManagedObjectID, not \(Result.self)")
-            }
-            return result
-        case .managedObject:
-            let (sql, bindings) = try request.sql(for: entity, columns: PersistentStoreCoordinator.selectList(entity))
-            let rows = try runStore { try await coordinator.fetchSnapshots(sql: sql, bindings: bindings, entity: entity) }
-            let objects = register(rows, entity: entity)
-            guard let result = objects as? [Result] else {
-                throw PostgresDataError.invalidRequest("\(request.entityName)'s objects are \(entity.managedObjectClass), not \(Result.self)")
-            }
-            return result
-        case .count:
-            return []
-        }
-    }
-
-    /// The number of objects a request would return.
-    ///
-    /// Core Data equivalent: `count(for:)`.
-    public func count<Result>(for request: FetchRequest<Result>) throws -> Int {
-        assertOnQueue()
-        let entity = try entity(named: request.entityName)
-        var countRequest = request
-        countRequest.resultType = .count
-        let (sql, bindings) = try countRequest.sql(for: entity, columns: "count(*)")
-        let coordinator = persistentStoreCoordinator
-        let counts = try runStore { try await coordinator.fetchIntegers(sql: sql, bindings: bindings) }
-        let stored = Int(counts.first ?? 0)
-        // Unsaved inserts and deletes count only without a predicate until predicates
-        // evaluate in memory (includesPendingChanges).
-        let pendingInserted = request.predicate == nil ? insertedSet.values.filter { $0.entity === entity }.count : 0
-        let pendingDeleted = request.predicate == nil ? deletedSet.values.filter { $0.entity === entity }.count : 0
-        return max(0, stored + pendingInserted - pendingDeleted - request.fetchOffset)
-            .clamped(to: request.fetchLimit)
-    }
-
-    func entity(named name: String) throws -> EntityDescription {
-        guard let entity = persistentStoreCoordinator.managedObjectModel.entitiesByName[name] else {
-            throw PostgresDataError.invalidRequest("the model has no entity \"\(name)\"; its entities are \(persistentStoreCoordinator.managedObjectModel.entities.map(\.name).joined(separator: ", "))")
-        }
-        return entity
-    }
-}
-
-extension Int {
-    fileprivate func clamped(to limit: Int) -> Int { limit > 0 ? Swift.min(self, limit) : self }
 }

@@ -62,6 +62,29 @@ extension PersistentStoreCoordinator {
         }
     }
 
+    /// Rows of a prefetch through a join table: each snapshot of `entity` with, in the
+    /// column after it, the key of the object it is related to.
+    func fetchOwnedSnapshots(sql: String, bindings: PostgresBindings, entity: EntityDescription) async throws -> [(owner: Int64, key: Int64, snapshot: RowSnapshot)] {
+        try await withConnection { connection in
+            let result = try await connection.query(sql, bindings: bindings)
+            let ownerColumn = entity.columnIndices.count + 2
+            var rows: [(owner: Int64, key: Int64, snapshot: RowSnapshot)] = []
+            rows.reserveCapacity(result.count)
+            for row in result {
+                let (key, snapshot) = try Self.decodeSnapshot(row, entity: entity)
+                rows.append((try row.decode(Int64.self, at: ownerColumn), key, snapshot))
+            }
+            return rows
+        }
+    }
+
+    /// Every row of a query, each turned into a value by `transform`.
+    func fetchRows<T: Sendable>(sql: String, bindings: PostgresBindings, _ transform: @escaping @Sendable (Row) throws -> T) async throws -> [T] {
+        try await withConnection { connection in
+            try await connection.query(sql, bindings: bindings).map(transform)
+        }
+    }
+
     /// The first column of every row, as keys (IDs, counts).
     func fetchIntegers(sql: String, bindings: PostgresBindings) async throws -> [Int64] {
         try await withConnection { connection in

@@ -18,6 +18,11 @@ final class RowCache: Sendable {
         entries.withLock { $0[id]?.snapshot }
     }
 
+    /// The cached snapshots of `ids` (nil where there is none), in one lock.
+    func snapshots(for ids: [ManagedObjectID]) -> [RowSnapshot?] {
+        entries.withLock { entries in ids.map { entries[$0]?.snapshot } }
+    }
+
     /// Adds references for objects that now hold these snapshots; a newer version replaces
     /// the cached one.
     func retain(_ pairs: some Sequence<(ManagedObjectID, RowSnapshot)>) {

@@ -1,0 +1,302 @@
+import OrderedCollections
+import PostgresClient
+
+extension ManagedObjectContext {
+    /// Runs a fetch request: objects (registered in this context; objects already registered
+    /// keep their unsaved changes), object IDs, dictionaries, or a count (`[Int]`).
+    ///
+    /// Core Data equivalent: `fetch(_:)`. With ``FetchRequest/includesPendingChanges`` (the
+    /// default) the context's unsaved inserts, updates and deletes are reflected: the store
+    /// is asked for the rows other than the changed ones, and the changed objects are judged
+    /// in memory with the same predicate and merged in sort order.
+    public func fetch<Result>(_ request: FetchRequest<Result>) throws -> [Result] {
+        assertOnQueue()
+        let entity = try entity(named: request.entityName)
+        let results: [Any]
+        switch request.resultType {
+        case .count: results = [try count(for: request)]
+        case .dictionary: results = try fetchDictionaries(request, entity: entity)
+        case .managedObjectID: results = try fetchObjects(request, entity: entity, idsOnly: true).map(\.objectID)
+        case .managedObject: results = try fetchObjects(request, entity: entity, idsOnly: false)
+        }
+        guard let typed = results as? [Result] else {
+            let natural = switch request.resultType {
+            case .count: "Int"
+            case .dictionary: "[String: AttributeValue]"
+            case .managedObjectID: "ManagedObjectID"
+            case .managedObject: "\(entity.managedObjectClass)"
+            }
+            throw PostgresDataError.invalidRequest("a \(request.resultType) fetch of \(entity.name) returns \(natural), not \(Result.self)")
+        }
+        return typed
+    }
+
+    /// The number of objects a request would return, unsaved changes included (unless the
+    /// request says otherwise).
+    ///
+    /// Core Data equivalent: `count(for:)`.
+    public func count<Result>(for request: FetchRequest<Result>) throws -> Int {
+        assertOnQueue()
+        let entity = try entity(named: request.entityName)
+        let pending = request.includesPendingChanges ? try pendingObjects(of: entity, matching: request.predicate) : PendingObjects()
+        var countRequest = request
+        countRequest.resultType = .count
+        let (sql, bindings) = try countRequest.sql(for: entity, columns: "count(*)", excluding: pending.excludedKeys)
+        let coordinator = persistentStoreCoordinator
+        let counts = try runStore { try await coordinator.fetchIntegers(sql: sql, bindings: bindings) }
+        let total = Int(counts.first ?? 0) + pending.matching.count
+        let afterOffset = max(0, total - request.fetchOffset)
+        return request.fetchLimit > 0 ? min(afterOffset, request.fetchLimit) : afterOffset
+    }
+
+    func entity(named name: String) throws -> EntityDescription {
+        guard let entity = persistentStoreCoordinator.managedObjectModel.entitiesByName[name] else {
+            throw PostgresDataError.invalidRequest("the model has no entity \"\(name)\"; its entities are \(persistentStoreCoordinator.managedObjectModel.entities.map(\.name).joined(separator: ", "))")
+        }
+        return entity
+    }
+
+    // MARK: Objects
+
+    private func fetchObjects<Result>(_ request: FetchRequest<Result>, entity: EntityDescription, idsOnly: Bool) throws -> [ManagedObject] {
+        let pending = request.includesPendingChanges ? try pendingObjects(of: entity, matching: request.predicate) : PendingObjects()
+        var storeRequest = request
+        if pending.changesResults {
+            // The window is cut after merging: ask for everything up to its end.
+            storeRequest.fetchOffset = 0
+            storeRequest.fetchLimit = request.fetchLimit > 0 ? request.fetchOffset + request.fetchLimit : 0
+        }
+        let coordinator = persistentStoreCoordinator
+        var objects: [ManagedObject]
+        if idsOnly || request.fetchBatchSize > 0 || !request.includesPropertyValues {
+            let (sql, bindings) = try storeRequest.sql(for: entity, columns: "t.\"id\"", excluding: pending.excludedKeys)
+            let keys = try runStore { try await coordinator.fetchIntegers(sql: sql, bindings: bindings) }
+            objects = keys.map { object(with: ManagedObjectID(entity: entity, primaryKey: $0)) }
+        } else {
+            let (sql, bindings) = try storeRequest.sql(for: entity, columns: PersistentStoreCoordinator.selectList(entity),
+                                                        excluding: pending.excludedKeys)
+            let rows = try runStore { try await coordinator.fetchSnapshots(sql: sql, bindings: bindings, entity: entity) }
+            objects = register(rows, entity: entity, asFaults: request.returnsObjectsAsFaults)
+        }
+        if pending.changesResults {
+            objects = try merge(pending.matching, into: objects, sortedBy: request.sortDescriptors)
+            let start = min(request.fetchOffset, objects.count)
+            let end = request.fetchLimit > 0 ? min(objects.count, start + request.fetchLimit) : objects.count
+            objects = Array(objects[start..<end])
+        }
+        guard !idsOnly else { return objects }
+        if request.fetchBatchSize > 0 {
+            var start = 0
+            while start < objects.count {
+                let end = min(objects.count, start + request.fetchBatchSize)
+                let batch = FaultingBatch(entity: entity, ids: objects[start..<end].map(\.objectID),
+                                          prefetching: request.relationshipKeyPathsForPrefetching)
+                for object in objects[start..<end] where !object.isInsertedStorage { object.faultingBatch = batch }
+                start = end
+            }
+        } else if !request.relationshipKeyPathsForPrefetching.isEmpty && request.includesPropertyValues {
+            try prefetch(request.relationshipKeyPathsForPrefetching, for: objects, entity: entity)
+        }
+        return objects
+    }
+
+    /// The unsaved objects of an entity a fetch must judge in memory.
+    struct PendingObjects {
+        /// Inserted and updated objects that match the predicate on their current values.
+        var matching: [ManagedObject] = []
+        /// Keys of updated and deleted rows: the store's answer leaves them out.
+        var excludedKeys: [Int64] = []
+
+        var changesResults: Bool { !matching.isEmpty || !excludedKeys.isEmpty }
+    }
+
+    func pendingObjects(of entity: EntityDescription, matching predicate: FetchPredicate?) throws -> PendingObjects {
+        var pending = PendingObjects()
+        var candidates: [ManagedObject] = []
+        for object in updatedSet.values where object.entity === entity {
+            if let key = object.objectID.primaryKey { pending.excludedKeys.append(key) }
+            if !object.isDeletedStorage { candidates.append(object) }
+        }
+        for object in deletedSet.values where object.entity === entity && !object.isInsertedStorage {
+            if let key = object.objectID.primaryKey, updatedSet[ObjectIdentifier(object)] == nil { pending.excludedKeys.append(key) }
+        }
+        for object in insertedSet.values where object.entity === entity && !object.isDeletedStorage {
+            candidates.append(object)
+        }
+        guard let predicate, !candidates.isEmpty else {
+            pending.matching = candidates
+            return pending
+        }
+        var compiler = PredicateSQL(entity: entity)
+        _ = try compiler.condition(predicate.node)
+        var evaluator = PredicateEvaluator()
+        pending.matching = try candidates.filter { try evaluator.evaluate(predicate.node, on: $0) }
+        return pending
+    }
+
+    /// Merges objects judged in memory into the store's sorted results, keeping the store's
+    /// order for its own rows (the database's collation decides it) and placing each
+    /// changed object by the same sort descriptors, then by primary key.
+    private func merge(_ changed: [ManagedObject], into stored: [ManagedObject],
+                       sortedBy descriptors: [FetchSortDescriptor]) throws -> [ManagedObject] {
+        guard !changed.isEmpty else { return stored }
+        let order = ObjectOrder(descriptors: descriptors)
+        var extras = changed
+        var failure: Error?
+        extras.sort { a, b in
+            do { return try order.precedes(a, b) } catch { failure = failure ?? error; return false }
+        }
+        if let failure { throw failure }
+        var merged: [ManagedObject] = []
+        merged.reserveCapacity(stored.count + extras.count)
+        var low = 0
+        for extra in extras {
+            // The first stored object that should come after `extra`, found by bisection.
+            var high = stored.count
+            var lower = low
+            while lower < high {
+                let middle = (lower + high) / 2
+                if try order.precedes(extra, stored[middle]) { high = middle } else { lower = middle + 1 }
+            }
+            merged.append(contentsOf: stored[low..<lower])
+            merged.append(extra)
+            low = lower
+        }
+        merged.append(contentsOf: stored[low...])
+        return merged
+    }
+
+    // MARK: Dictionaries
+
+    private func fetchDictionaries<Result>(_ request: FetchRequest<Result>, entity: EntityDescription) throws -> [[String: AttributeValue]] {
+        let (sql, bindings, columns) = try request.dictionarySQL(for: entity)
+        let coordinator = persistentStoreCoordinator
+        let plan = DictionaryPlan(columns: columns.map { ($0.name, $0.type, $0.destination) })
+        return try runStore { try await coordinator.fetchRows(sql: sql, bindings: bindings, plan.decode) }
+    }
+
+    // MARK: Prefetching
+
+    /// Fetches the objects at the end of each key path for all `objects` at once: one query
+    /// per relationship (per key-path component), never one per object.
+    func prefetch(_ keyPaths: [String], for objects: [ManagedObject], entity: EntityDescription) throws {
+        var tails = OrderedDictionary<String, [String]>()
+        for keyPath in keyPaths {
+            let components = keyPath.split(separator: ".", maxSplits: 1).map(String.init)
+            tails[components[0], default: []].append(contentsOf: components.dropFirst())
+        }
+        let cache = persistentStoreCoordinator.rowCache
+        let coordinator = persistentStoreCoordinator
+        for (name, rest) in tails {
+            guard let index = entity.propertyIndex(named: name) else {
+                throw PredicateSQL.unknownKey(name, in: entity, path: name)
+            }
+            guard entity.properties[index].relationship != nil else {
+                throw PostgresDataError.invalidRequest("\(entity.name).\(name) is an attribute; relationshipKeyPathsForPrefetching names relationships")
+            }
+            let destination = entity.destination(of: index)
+            var related: [ManagedObject] = []
+            switch entity.storage(of: index) {
+            case .foreignKey:
+                var keys = OrderedSet<Int64>()
+                for object in objects where !object.isInsertedStorage {
+                    let values = object.isFaultStorage ? cache.snapshot(for: object.objectID)?.values : object.values
+                    if let values, case .object(let id) = values[index], let key = id.primaryKey { keys.append(key) }
+                }
+                let missing = keys.filter { key in
+                    registered[ManagedObjectID(entity: destination, primaryKey: key)].map(\.isFaultStorage) ?? true
+                }
+                if !missing.isEmpty {
+                    let wanted = Array(missing)
+                    let rows = try runStore { try await coordinator.fetchSnapshots(destination, keys: wanted) }
+                    _ = register(rows, entity: destination, asFaults: false)
+                }
+                related = keys.compactMap { registered[ManagedObjectID(entity: destination, primaryKey: $0)] }
+            case .inverseForeignKey, .joinTable:
+                let owners = objects.filter { !$0.isInsertedStorage && $0.objectID.primaryKey != nil && $0.relationshipSets[index] == nil }
+                guard !owners.isEmpty else { break }
+                let ownerKeys = owners.map { $0.objectID.primaryKey! }
+                let select = PersistentStoreCoordinator.selectList(destination)
+                let sql: String
+                if case .joinTable(let join) = entity.storage(of: index) {
+                    sql = "SELECT \(select), l.\(quoteIdentifier(join.sourceColumn)) FROM \(quoteIdentifier(join.name)) AS l JOIN \(quoteIdentifier(destination.tableName)) AS t ON t.\"id\" = l.\(quoteIdentifier(join.destinationColumn)) WHERE l.\(quoteIdentifier(join.sourceColumn)) = ANY($1) ORDER BY t.\"id\""
+                } else {
+                    let column = quoteIdentifier(destination.columnName(of: entity.inverseIndex(of: index)))
+                    sql = "SELECT \(select), t.\(column) FROM \(quoteIdentifier(destination.tableName)) AS t WHERE t.\(column) = ANY($1) ORDER BY t.\"id\""
+                }
+                let bindings = try PostgresBindings(ownerKeys)
+                let rows = try runStore { try await coordinator.fetchOwnedSnapshots(sql: sql, bindings: bindings, entity: destination) }
+                related = register(rows.map { ($0.key, $0.snapshot) }, entity: destination, asFaults: false)
+                var byOwner: [Int64: [ManagedObjectID]] = [:]
+                for (row, object) in zip(rows, related) { byOwner[row.owner, default: []].append(object.objectID) }
+                for owner in owners {
+                    owner.relationshipSets[index] = RelationshipSet(ids: byOwner[owner.objectID.primaryKey!] ?? [])
+                }
+            }
+            if !rest.isEmpty && !related.isEmpty {
+                var seen = Set<ObjectIdentifier>()
+                let unique = related.filter { seen.insert(ObjectIdentifier($0)).inserted }
+                try prefetch(rest, for: unique, entity: destination)
+            }
+        }
+    }
+
+    // MARK: Batched faults
+
+    /// Fills every fault of a batch in one query (rows still in the row cache cost none),
+    /// then lets the batch filled longest ago go back to being faults.
+    func fill(_ batch: FaultingBatch) throws {
+        let faults = batch.ids.compactMap { id -> ManagedObject? in
+            guard let object = registered[id], object.isFaultStorage, object.faultingBatch === batch else { return nil }
+            return object
+        }
+        let cached = persistentStoreCoordinator.rowCache.snapshots(for: faults.map(\.objectID))
+        var missing: [Int64] = []
+        for (object, snapshot) in zip(faults, cached) {
+            if let snapshot {
+                fill(object, values: snapshot.values, snapshot: snapshot)
+            } else if let key = object.objectID.primaryKey {
+                missing.append(key)
+            }
+        }
+        if !missing.isEmpty {
+            let entity = batch.entity
+            let coordinator = persistentStoreCoordinator
+            let keys = missing
+            let rows = try runStore { try await coordinator.fetchSnapshots(entity, keys: keys) }
+            _ = register(rows, entity: entity, asFaults: false)
+        }
+        if !batch.prefetching.isEmpty {
+            try prefetch(batch.prefetching, for: faults.filter { !$0.isFaultStorage }, entity: batch.entity)
+        }
+        filledBatches.removeAll { $0 === batch }
+        filledBatches.append(batch)
+        if filledBatches.count > FaultingBatch.filledLimit {
+            let evicted = filledBatches.removeFirst()
+            for id in evicted.ids {
+                guard let object = registered[id], object.faultingBatch === evicted, !object.isFaultStorage,
+                      !object.hasChanges else { continue }
+                turnIntoFault(object)
+            }
+        }
+    }
+}
+
+/// How a column of a dictionary fetch is decoded; `Sendable`, so it runs off the context's queue.
+private struct DictionaryPlan: Sendable {
+    var columns: [(name: String, type: AttributeType, destination: EntityDescription?)]
+
+    /// One dictionary per row; NULL values are left out, as in Core Data.
+    func decode(_ row: Row) throws -> [String: AttributeValue] {
+        var dictionary: [String: AttributeValue] = [:]
+        dictionary.reserveCapacity(columns.count)
+        for (position, column) in columns.enumerated() {
+            var value = try ValueCoding.decode(row, at: position, as: column.type)
+            if let destination = column.destination, case .integer(let key) = value {
+                value = .object(ManagedObjectID(entity: destination, primaryKey: key))
+            }
+            if !value.isNull { dictionary[column.name] = value }
+        }
+        return dictionary
+    }
+}
