@@ -25,6 +25,7 @@ public struct EntityMacro: MemberMacro, MemberAttributeMacro {
         }
         let className = classDecl.name.text
         var descriptions: [String] = []
+        var keyPaths: [String] = []
         for member in classDecl.memberBlock.members {
             guard let property = StoredProperty(member.decl), property.isPersistent else { continue }
             guard property.type != nil || property.initializer != nil else {
@@ -32,6 +33,7 @@ public struct EntityMacro: MemberMacro, MemberAttributeMacro {
                 continue
             }
             descriptions.append(description(of: property))
+            keyPaths.append("\\\(className).\(property.name): \"\(property.name)\"")
         }
         var entityArguments = "name: \"\(className)\", managedObjectClass: \(className).self, properties: [\n"
         entityArguments += descriptions.map { "        \($0)," }.joined(separator: "\n")
@@ -50,6 +52,7 @@ public struct EntityMacro: MemberMacro, MemberAttributeMacro {
         return [
             "nonisolated static let _$entity = PostgresData.EntityDescription(\(raw: entityArguments))",
             "public override class func entity() -> PostgresData.EntityDescription { _$entity }",
+            "public override class var _$keyPathNames: [AnyKeyPath: String] { [\(raw: keyPaths.isEmpty ? ":" : keyPaths.joined(separator: ", "))] }",
         ]
     }
 

@@ -115,6 +115,10 @@ final class EntityMacroTests: XCTestCase {
                 public override class func entity() -> PostgresData.EntityDescription {
                     _$entity
                 }
+
+                public override class var _$keyPathNames: [AnyKeyPath: String] {
+                    [\\Item.name: "name", \\Item.done: "done", \\Item.list: "list"]
+                }
             }
             """,
             macros: macros)

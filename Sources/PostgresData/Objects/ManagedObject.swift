@@ -69,6 +69,10 @@ open class ManagedObject: Hashable, CustomStringConvertible {
         preconditionFailure("\(self) has no entity description: declare it with @Entity, or create it with init(entity:insertInto:)")
     }
 
+    /// The key paths of the class's persistent properties with their names; `@Entity`
+    /// generates it, so Foundation `#Predicate`s and `SortDescriptor`s translate to key names.
+    open class var _$keyPathNames: [AnyKeyPath: String] { [:] }
+
     private static func entity(in context: ManagedObjectContext) -> EntityDescription {
         if self != ManagedObject.self { return entity() }
         preconditionFailure("ManagedObject(context:) needs a subclass declared with @Entity; use init(entity:insertInto:)")
