@@ -15,7 +15,8 @@ final class FetchedObjects: @unchecked Sendable {
     var context: ManagedObjectContext?
 }
 
-/// The object-graph workloads: W1 (save inserted objects) and W6 (save updated objects).
+/// The object-graph workloads: W1 (save inserted objects), W2 (fetch objects, faults, IDs,
+/// dictionaries) and W6 (save updated objects).
 func makeObjectWorkloads(container: PersistentContainer, client connection: Connection, raw: RawConnection,
                          rows: Int) -> [Workload] {
     let inserts = max(1, rows / 10)
@@ -35,7 +36,38 @@ func makeObjectWorkloads(container: PersistentContainer, client connection: Conn
         }
         fetched.context = context
     }
+    let fullTable: () async throws -> Void = {
+        fetched.context = nil
+        let count = try await connection.query("SELECT count(*) FROM items")[0].decode(Int64.self, at: 0)
+        if count != rows { try await fillItems(connection, rows: rows) }
+    }
+    /// Fetches through a fresh context, kept until the next run so its teardown is not timed
+    /// (the raw side's result is freed inside its run: the comparison favours raw slightly).
+    func fetchWorkload(_ name: String, _ body: @escaping @Sendable (ManagedObjectContext) throws -> Int) -> Workload {
+        Workload(name: name, prepare: fullTable, client: {
+            let context = container.newBackgroundContext()
+            let count = try await context.perform { try body(context) }
+            precondition(count == rows)
+            fetched.context = context
+        }, raw: {
+            try rawFetchStructs(raw, rows: rows)
+        })
+    }
     return [
+        fetchWorkload("W2 fetch \(rows.formatted()) as objects") { context in
+            var request = FetchRequest<BenchItem>()
+            request.returnsObjectsAsFaults = false
+            return try context.fetch(request).count
+        },
+        fetchWorkload("W2 fetch \(rows.formatted()) as faults (default)") { context in
+            try context.fetch(FetchRequest<BenchItem>()).count
+        },
+        fetchWorkload("W2 fetch \(rows.formatted()) object IDs") { context in
+            try context.fetch(FetchRequest<ManagedObjectID>(entityName: "BenchItem")).count
+        },
+        fetchWorkload("W2 fetch \(rows.formatted()) as dictionaries") { context in
+            try context.fetch(FetchRequest<[String: AttributeValue]>(entityName: "BenchItem")).count
+        },
         Workload(name: "W1 save \(inserts.formatted()) inserted objects", prepare: resetEmpty, client: {
             let context = container.newBackgroundContext()
             try await context.perform {

@@ -57,13 +57,7 @@ func makeWorkloads(client connection: Connection, raw: RawConnection, rows: Int)
             }
             precondition(items.count == rows)
         }, raw: {
-            let result = try raw.execBinary(selectAll)
-            defer { PQclear(result) }
-            let count = PQntuples(result)
-            var items: [Item] = []
-            items.reserveCapacity(Int(count))
-            for row in 0..<count { items.append(rawItem(result, row)) }
-            precondition(items.count == rows)
+            try rawFetchStructs(raw, rows: rows)
         }),
         Workload(name: "stream \(rows.formatted()) rows, cursor batches of 10,000", prepare: loadOnce, client: {
             var count = 0
@@ -126,6 +120,17 @@ func fillItems(_ connection: Connection, rows: Int) async throws {
         """)
     // Each on its own: a multi-statement script is one implicit transaction, and VACUUM refuses those.
     try await connection.execute(script: "VACUUM (ANALYZE) items")
+}
+
+/// The raw baseline of fetches: one binary PQexec, every row decoded into a struct.
+func rawFetchStructs(_ raw: RawConnection, rows: Int) throws {
+    let result = try raw.execBinary(selectAll)
+    defer { PQclear(result) }
+    let count = PQntuples(result)
+    var items: [Item] = []
+    items.reserveCapacity(Int(count))
+    for row in 0..<count { items.append(rawItem(result, row)) }
+    precondition(items.count == rows)
 }
 
 /// Binary COPY written byte by byte, as hand-written libpq code would.

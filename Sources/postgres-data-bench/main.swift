@@ -58,8 +58,13 @@ struct Row: Encodable {
 }
 var report: [Row] = []
 
+/// glibc's malloc_trim: gives memory freed by earlier runs back to the system.
+@_silgen_name("malloc_trim") func mallocTrim(_ pad: Int) -> Int32
+
 /// Resets the peak-RSS counter (VmHWM) and returns a closure reading it in MiB.
 func measurePeak() -> () -> Int {
+    // Memory freed by earlier runs but kept by malloc would count as this run's peak.
+    _ = mallocTrim(0)
     try? "5".write(toFile: "/proc/self/clear_refs", atomically: false, encoding: .utf8)
     return {
         let status = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""

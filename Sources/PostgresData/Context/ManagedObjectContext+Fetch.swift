@@ -12,23 +12,29 @@ extension ManagedObjectContext {
     public func fetch<Result>(_ request: FetchRequest<Result>) throws -> [Result] {
         assertOnQueue()
         let entity = try entity(named: request.entityName)
-        let results: [Any]
+        // Each result type is checked once, not element by element.
         switch request.resultType {
-        case .count: results = [try count(for: request)]
-        case .dictionary: results = try fetchDictionaries(request, entity: entity)
-        case .managedObjectID: results = try fetchObjects(request, entity: entity, idsOnly: true).map(\.objectID)
-        case .managedObject: results = try fetchObjects(request, entity: entity, idsOnly: false)
-        }
-        guard let typed = results as? [Result] else {
-            let natural = switch request.resultType {
-            case .count: "Int"
-            case .dictionary: "[String: AttributeValue]"
-            case .managedObjectID: "ManagedObjectID"
-            case .managedObject: "\(entity.managedObjectClass)"
+        case .count:
+            if let counts = [try count(for: request)] as? [Result] { return counts }
+        case .dictionary:
+            if Result.self == [String: AttributeValue].self {
+                return unsafeBitCast(try fetchDictionaries(request, entity: entity), to: [Result].self)
             }
-            throw PostgresDataError.invalidRequest("a \(request.resultType) fetch of \(entity.name) returns \(natural), not \(Result.self)")
+        case .managedObjectID:
+            if Result.self == ManagedObjectID.self { return unsafeBitCast(try fetchIDs(request, entity: entity), to: [Result].self) }
+        case .managedObject:
+            if entity.managedObjectClass is Result.Type || Result.self == ManagedObject.self {
+                // Every object of the entity is an instance of its class.
+                return unsafeBitCast(try fetchObjects(request, entity: entity, idsOnly: false), to: [Result].self)
+            }
         }
-        return typed
+        let natural = switch request.resultType {
+        case .count: "Int"
+        case .dictionary: "[String: AttributeValue]"
+        case .managedObjectID: "ManagedObjectID"
+        case .managedObject: "\(entity.managedObjectClass)"
+        }
+        throw PostgresDataError.invalidRequest("a \(request.resultType) fetch of \(entity.name) returns \(natural), not \(Result.self)")
     }
 
     /// The number of objects a request would return, unsaved changes included (unless the
@@ -57,6 +63,16 @@ extension ManagedObjectContext {
     }
 
     // MARK: Objects
+
+    private func fetchIDs<Result>(_ request: FetchRequest<Result>, entity: EntityDescription) throws -> [ManagedObjectID] {
+        if request.includesPendingChanges, try pendingObjects(of: entity, matching: request.predicate).changesResults {
+            return try fetchObjects(request, entity: entity, idsOnly: true).map(\.objectID)
+        }
+        let (sql, bindings) = try request.sql(for: entity, columns: "t.\"id\"")
+        let coordinator = persistentStoreCoordinator
+        let keys = try runStore { try await coordinator.fetchIntegers(sql: sql, bindings: bindings) }
+        return keys.map { ManagedObjectID(entity: entity, primaryKey: $0) }
+    }
 
     private func fetchObjects<Result>(_ request: FetchRequest<Result>, entity: EntityDescription, idsOnly: Bool) throws -> [ManagedObject] {
         let pending = request.includesPendingChanges ? try pendingObjects(of: entity, matching: request.predicate) : PendingObjects()

@@ -471,6 +471,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
         objects.reserveCapacity(rows.count)
         var cached: [(ManagedObjectID, RowSnapshot)] = []
         cached.reserveCapacity(rows.count)
+        registered.reserve(rows.count)
         let cache = persistentStoreCoordinator.rowCache
         for (key, snapshot) in rows {
             let id = ManagedObjectID(entity: entity, primaryKey: key)

@@ -36,6 +36,9 @@ public final class EntityDescription: @unchecked Sendable, Hashable, CustomStrin
     private(set) var inverseIndices: [Int: Int] = [:]
     /// The property indices stored as columns of ``tableName``, in table order after `id`.
     private(set) var columnIndices: [Int] = []
+    /// How each column of ``columnIndices`` decodes: an attribute's type, or the entity a
+    /// foreign key points at (precomputed: the per-row path copies no descriptions).
+    private(set) var columnDecodings: [ColumnDecoding] = []
     /// Property indices of relationships loaded on demand (to-many, join tables, the
     /// non-owning side of one-to-one).
     private(set) var derivedRelationshipIndices: [Int] = []
@@ -184,6 +187,10 @@ public final class EntityDescription: @unchecked Sendable, Hashable, CustomStrin
             self.destinations = destinations
             inverseIndices = inverses
             columnIndices = columns
+            columnDecodings = columns.map { index in
+                if let attribute = properties[index].attribute { return .attribute(attribute.attributeType) }
+                return .foreignKey(destinations[index]!)
+            }
             hasForeignKeys = columns.contains { properties[$0].relationship != nil }
             derivedRelationshipIndices = derived
             modelIndex = index
@@ -236,4 +243,11 @@ final class AttributeRule: Sendable {
         if checksOnlyNil && !value.isNull && value.fits(attribute.attributeType) { return [] }
         return attribute.violations(of: value)
     }
+}
+
+/// How one column of an entity's table decodes into an ``AttributeValue``.
+enum ColumnDecoding {
+    case attribute(AttributeType)
+    /// A to-one relationship's key: an ID of the destination entity.
+    case foreignKey(EntityDescription)
 }

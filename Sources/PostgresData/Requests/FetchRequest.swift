@@ -87,7 +87,9 @@ public struct FetchRequest<Result>: Sendable {
                 let (sql, type) = try compiler.sortExpression(descriptor.key)
                 order.append(Self.orderTerm(sql, type: type, descriptor))
             }
-            order.append("t.\"id\"")
+            // Without sort descriptors the order is the store's, as in Core Data; a window
+            // (limit, offset) or a tie between sort keys is made deterministic by the key.
+            if !order.isEmpty || fetchLimit > 0 || fetchOffset > 0 { order.append("t.\"id\"") }
         }
         var bindings = compiler.bindings
         if !excluded.isEmpty {

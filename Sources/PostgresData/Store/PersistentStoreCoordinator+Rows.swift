@@ -25,14 +25,22 @@ extension PersistentStoreCoordinator {
     static func decodeSnapshot(_ row: Row, entity: EntityDescription) throws -> (Int64, RowSnapshot) {
         let key = try row.decode(Int64.self, at: 0)
         let version = try row.decode(TransactionID.self, at: 1).rawValue
-        var values = [AttributeValue](repeating: .null, count: entity.properties.count)
-        for (position, index) in entity.columnIndices.enumerated() {
-            let column = position + 2
-            if let attribute = entity.properties[index].attribute {
-                values[index] = try ValueCoding.decode(row, at: column, as: attribute.attributeType)
-            } else if !row.isNull(at: column) {
-                values[index] = .object(ManagedObjectID(entity: entity.destination(of: index),
-                                                        primaryKey: try row.decode(Int64.self, at: column)))
+        let indices = entity.columnIndices
+        let decodings = entity.columnDecodings
+        let values = try [AttributeValue](unsafeUninitializedCapacity: entity.properties.count) { buffer, count in
+            // Properties without a column (to-many relationships) hold NULL.
+            buffer.initialize(repeating: .null)
+            count = buffer.count
+            for position in 0..<indices.count {
+                let column = position + 2
+                switch decodings[position] {
+                case .attribute(let type):
+                    buffer[indices[position]] = try ValueCoding.decode(row, at: column, as: type)
+                case .foreignKey(let destination):
+                    if !row.isNull(at: column) {
+                        buffer[indices[position]] = .object(ManagedObjectID(entity: destination, primaryKey: try row.decode(Int64.self, at: column)))
+                    }
+                }
             }
         }
         return (key, RowSnapshot(values: values, version: version))

@@ -5,36 +5,51 @@ import PostgresClient
 /// Core Data keeps the same cache in its coordinator: a fault in any context is filled from
 /// it without a query when another context has the row. Entries live while some context
 /// holds an object of the row (one reference per context), and saves replace them with
-/// the new values and version.
+/// the new values and version. Rows are kept per entity by primary key: a fetch of a
+/// million rows then costs a million integer-keyed inserts, with no reference counting
+/// of keys.
 final class RowCache: Sendable {
     private struct Entry {
         var snapshot: RowSnapshot
         var references: Int
+
+        mutating func retain(_ newer: RowSnapshot) {
+            references += 1
+            if snapshot.version != newer.version { snapshot = newer }
+        }
     }
 
-    private let entries = Locked<[ManagedObjectID: Entry]>([:])
+    /// Indexed by the entity's index in the model.
+    private let entries = Locked<[[Int64: Entry]]>([])
 
     func snapshot(for id: ManagedObjectID) -> RowSnapshot? {
-        entries.withLock { $0[id]?.snapshot }
+        guard let key = id.primaryKey else { return nil }
+        let index = id.entity.modelIndex
+        return entries.withLock { $0.indices.contains(index) ? $0[index][key]?.snapshot : nil }
     }
 
     /// The cached snapshots of `ids` (nil where there is none), in one lock.
     func snapshots(for ids: [ManagedObjectID]) -> [RowSnapshot?] {
-        entries.withLock { entries in ids.map { entries[$0]?.snapshot } }
+        entries.withLock { entries in
+            ids.map { id in
+                guard let key = id.primaryKey, entries.indices.contains(id.entity.modelIndex) else { return nil }
+                return entries[id.entity.modelIndex][key]?.snapshot
+            }
+        }
     }
 
     /// Adds references for objects that now hold these snapshots; a newer version replaces
     /// the cached one.
     func retain(_ pairs: some Sequence<(ManagedObjectID, RowSnapshot)>) {
         entries.withLock { entries in
+            var reserved: Set<Int> = []
             for (id, snapshot) in pairs {
-                if var entry = entries[id] {
-                    entry.references += 1
-                    if entry.snapshot.version != snapshot.version { entry.snapshot = snapshot }
-                    entries[id] = entry
-                } else {
-                    entries[id] = Entry(snapshot: snapshot, references: 1)
-                }
+                guard let key = id.primaryKey else { continue }
+                let index = id.entity.modelIndex
+                while entries.count <= index { entries.append([:]) }
+                if reserved.insert(index).inserted { entries[index].reserve(pairs.underestimatedCount) }
+                // One hash lookup per row: the entry is modified in place.
+                entries[index][key, default: Entry(snapshot: snapshot, references: 0)].retain(snapshot)
             }
         }
     }
@@ -42,16 +57,24 @@ final class RowCache: Sendable {
     /// Replaces cached snapshots after a save, without adding references.
     func update(_ pairs: some Sequence<(ManagedObjectID, RowSnapshot)>) {
         entries.withLock { entries in
-            for (id, snapshot) in pairs { entries[id]?.snapshot = snapshot }
+            for (id, snapshot) in pairs {
+                guard let key = id.primaryKey, entries.indices.contains(id.entity.modelIndex) else { continue }
+                entries[id.entity.modelIndex][key]?.snapshot = snapshot
+            }
         }
     }
 
     func release(_ ids: some Sequence<ManagedObjectID>) {
         entries.withLock { entries in
             for id in ids {
-                guard var entry = entries[id] else { continue }
-                entry.references -= 1
-                if entry.references <= 0 { entries[id] = nil } else { entries[id] = entry }
+                guard let key = id.primaryKey, entries.indices.contains(id.entity.modelIndex) else { continue }
+                let index = id.entity.modelIndex
+                guard let references = entries[index][key]?.references else { continue }
+                if references <= 1 {
+                    entries[index][key] = nil
+                } else {
+                    entries[index][key]!.references = references - 1
+                }
             }
         }
     }
@@ -59,9 +82,21 @@ final class RowCache: Sendable {
     /// Forgets rows that were deleted.
     func remove(_ ids: some Sequence<ManagedObjectID>) {
         entries.withLock { entries in
-            for id in ids { entries[id] = nil }
+            for id in ids {
+                guard let key = id.primaryKey, entries.indices.contains(id.entity.modelIndex) else { continue }
+                entries[id.entity.modelIndex][key] = nil
+            }
         }
     }
 
-    var count: Int { entries.withLock { $0.count } }
+    var count: Int { entries.withLock { $0.reduce(0) { $0 + $1.count } } }
+}
+
+extension Dictionary {
+    /// Makes room for `additional` more entries, at least doubling when it grows, so that
+    /// many small calls do not resize every time.
+    mutating func reserve(_ additional: Int) {
+        guard capacity - count < additional else { return }
+        reserveCapacity(Swift.max(count + additional, capacity * 2))
+    }
 }
