@@ -56,16 +56,18 @@ extension PersistentStoreCoordinator {
     static func fetchSnapshots(_ entity: EntityDescription, keys: [Int64], on connection: Connection) async throws -> [(Int64, RowSnapshot)] {
         let result = try await connection.query(
             "SELECT \(selectList(entity)) FROM \(quoteIdentifier(entity.tableName)) AS t WHERE t.\"id\" = ANY($1)", keys)
-        return try result.map { try decodeSnapshot($0, entity: entity) }
+        let decoder = SnapshotDecoder(entity: entity, result: result)
+        return try result.map(decoder.decode)
     }
 
     /// Rows of a fetch request, in its order.
     func fetchSnapshots(sql: String, bindings: PostgresBindings, entity: EntityDescription) async throws -> [(Int64, RowSnapshot)] {
         try await withConnection { connection in
             let result = try await connection.query(sql, bindings: bindings)
+            let decoder = SnapshotDecoder(entity: entity, result: result)
             var rows: [(Int64, RowSnapshot)] = []
             rows.reserveCapacity(result.count)
-            for row in result { rows.append(try Self.decodeSnapshot(row, entity: entity)) }
+            for row in result { rows.append(try decoder.decode(row)) }
             return rows
         }
     }

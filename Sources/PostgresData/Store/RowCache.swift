@@ -42,12 +42,15 @@ final class RowCache: Sendable {
     /// the cached one.
     func retain(_ pairs: some Sequence<(ManagedObjectID, RowSnapshot)>) {
         entries.withLock { entries in
-            var reserved: Set<Int> = []
+            var reserved = -1
             for (id, snapshot) in pairs {
                 guard let key = id.primaryKey else { continue }
                 let index = id.entity.modelIndex
-                while entries.count <= index { entries.append([:]) }
-                if reserved.insert(index).inserted { entries[index].reserve(pairs.underestimatedCount) }
+                if index != reserved {
+                    while entries.count <= index { entries.append([:]) }
+                    entries[index].reserve(pairs.underestimatedCount)
+                    reserved = index
+                }
                 // One hash lookup per row: the entry is modified in place.
                 entries[index][key, default: Entry(snapshot: snapshot, references: 0)].retain(snapshot)
             }
