@@ -10,6 +10,8 @@ import PostgresDataTesting
 //   swift run -c release postgres-data-bench [--rows N] [--runs N] [--cancel-runs N] [--json PATH] [--only TEXT]
 //
 // Without DATABASE_URL it starts a throwaway PostgreSQL with durable settings (fsync on).
+// Before each run freed memory goes back to the system (malloc_trim), so peaks are per run
+// and every run starts on a cold heap; BENCH_NO_TRIM=1 keeps the heap warm, as a server would.
 
 var rows = 1_000_000
 var runs = 5
@@ -64,7 +66,7 @@ var report: [Row] = []
 /// Resets the peak-RSS counter (VmHWM) and returns a closure reading it in MiB.
 func measurePeak() -> () -> Int {
     // Memory freed by earlier runs but kept by malloc would count as this run's peak.
-    _ = mallocTrim(0)
+    if ProcessInfo.processInfo.environment["BENCH_NO_TRIM"] == nil { _ = mallocTrim(0) }
     try? "5".write(toFile: "/proc/self/clear_refs", atomically: false, encoding: .utf8)
     return {
         let status = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""
