@@ -196,7 +196,7 @@ import Testing
             ungrouped.propertiesToFetch = ["done", "name"]
             let message = "\((try? context.fetch(ungrouped)).map { _ in "no error" } ?? "\(capture { try context.fetch(ungrouped) })")"
             #expect(message.contains("name is fetched but not grouped by"))
-            #expect(try context.fetch(FetchRequest<Int>(entityName: "Item", predicate: try FetchPredicate(format: "done == YES")).counting()) == [2])
+            #expect(try context.fetch(FetchRequest<Int>(entityName: "Item", predicate: try FetchPredicate(format: "done == YES"))) == [2])
         }
     }
 
@@ -262,13 +262,5 @@ private func capture(_ body: () throws -> Any) -> Error? {
         return nil
     } catch {
         return error
-    }
-}
-
-extension FetchRequest {
-    fileprivate func counting() -> FetchRequest {
-        var request = self
-        request.resultType = .count
-        return request
     }
 }

@@ -12,7 +12,16 @@ public struct ExpressionDescription: Sendable, Hashable {
     /// The aggregate functions of dictionary fetches (`count:`, `sum:`, `average:`, `min:`,
     /// `max:` in Core Data).
     public enum Function: String, Sendable, Hashable {
-        case count, sum, average, min, max
+        /// The number of non-NULL values (`count(…)`).
+        case count
+        /// The total (`sum(…)`, 0 for no rows).
+        case sum
+        /// The mean as a `Double` (`avg(…)`).
+        case average
+        /// The smallest value.
+        case min
+        /// The largest value.
+        case max
     }
 
     /// The key in each result dictionary.
@@ -68,6 +77,7 @@ public enum FetchedProperty: Sendable, Hashable, ExpressibleByStringLiteral {
     /// An aggregate.
     case expression(ExpressionDescription)
 
+    /// A key path written as a string literal: `"list.title"`.
     public init(stringLiteral value: String) {
         self = .keyPath(value)
     }

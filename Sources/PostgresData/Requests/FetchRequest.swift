@@ -63,7 +63,8 @@ public struct FetchRequest<Result>: Sendable {
     /// changed ones judged on their current values. Dictionary results read only the store.
     public var includesPendingChanges = true
 
-    /// A request for the objects (or IDs, or dictionaries) of `entityName`.
+    /// A request for the objects (or IDs, dictionaries or the count, by `Result`: an
+    /// object class, ``ManagedObjectID``, `[String: AttributeValue]` or `Int`) of `entityName`.
     public init(entityName: String, predicate: FetchPredicate? = nil, sortDescriptors: [FetchSortDescriptor] = []) {
         self.entityName = entityName
         self.predicate = predicate
@@ -72,6 +73,8 @@ public struct FetchRequest<Result>: Sendable {
             self.resultType = .managedObjectID
         } else if Result.self == [String: AttributeValue].self {
             self.resultType = .dictionary
+        } else if Result.self == Int.self {
+            self.resultType = .count
         } else {
             self.resultType = .managedObject
         }
