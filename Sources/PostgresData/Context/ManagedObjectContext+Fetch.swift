@@ -64,6 +64,9 @@ extension ManagedObjectContext {
 
     // MARK: Objects
 
+    /// Rows per batch handed from the store side to the context during a fetch.
+    static let fetchStreamBatchSize = 5_000
+
     private func fetchIDs<Result>(_ request: FetchRequest<Result>, entity: EntityDescription) throws -> [ManagedObjectID] {
         if request.includesPendingChanges, try pendingObjects(of: entity, matching: request.predicate).changesResults {
             return try fetchObjects(request, entity: entity, idsOnly: true).map(\.objectID)
@@ -91,8 +94,15 @@ extension ManagedObjectContext {
         } else {
             let (sql, bindings) = try storeRequest.sql(for: entity, columns: PersistentStoreCoordinator.selectList(entity),
                                                         excluding: pending.excludedKeys)
-            let rows = try runStore { try await coordinator.fetchSnapshots(sql: sql, bindings: bindings, entity: entity) }
-            objects = register(rows, entity: entity, asFaults: request.returnsObjectsAsFaults)
+            // Decoding (on the store side) and registering (here) overlap, batch by batch.
+            var registered: [ManagedObject] = []
+            try BlockingBridge.stream({ channel in
+                try await coordinator.streamSnapshots(sql: sql, bindings: bindings, entity: entity,
+                                                      batchSize: Self.fetchStreamBatchSize, into: channel)
+            }, consume: { rows in
+                registered.append(contentsOf: register(rows, entity: entity, asFaults: request.returnsObjectsAsFaults))
+            })
+            objects = registered
         }
         if pending.changesResults {
             objects = try merge(pending.matching, into: objects, sortedBy: request.sortDescriptors)

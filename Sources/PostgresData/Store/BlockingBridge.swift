@@ -32,6 +32,41 @@ enum BlockingBridge {
         return try result.get()
     }
 
+    /// Runs `produce` as a task and hands every batch it sends to `consume` on the calling
+    /// thread as soon as it arrives; returns when the producer has finished. A failing
+    /// `consume` stops the hand-over (the producer runs to its end, so its connection is
+    /// left clean) and its error is thrown.
+    static func stream<Batch: Sendable>(_ produce: @escaping @Sendable (BatchChannel<Batch>) async throws -> Void,
+                                        consume: (Batch) throws -> Void) throws {
+        let channel = BatchChannel<Batch>()
+        Task(executorPreference: executor) {
+            do {
+                try await produce(channel)
+                channel.finish(nil)
+            } catch {
+                channel.finish(error)
+            }
+        }
+        var failure: (any Error)?
+        while true {
+            let batch: Batch?
+            do {
+                batch = try channel.next()
+            } catch {
+                throw failure ?? error
+            }
+            guard let batch else { break }
+            guard failure == nil else { continue }
+            do {
+                try consume(batch)
+            } catch {
+                failure = error
+                channel.stop()
+            }
+        }
+        if let failure { throw failure }
+    }
+
     private final class ResultBox<T: Sendable>: @unchecked Sendable {
         private var value: Result<T, any Error>?
         private let lock = NSLock()

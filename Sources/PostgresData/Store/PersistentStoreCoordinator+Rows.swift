@@ -72,6 +72,22 @@ extension PersistentStoreCoordinator {
         }
     }
 
+    /// Rows of a fetch request sent to `channel` in batches as they arrive (libpq's
+    /// single-row mode: one statement, no transaction), each decoded here, off the context.
+    func streamSnapshots(sql: String, bindings: PostgresBindings, entity: EntityDescription, batchSize: Int,
+                         into channel: BatchChannel<[(Int64, RowSnapshot)]>) async throws {
+        try await withConnection { connection in
+            for try await result in connection.stream(sql, bindings: bindings, mode: .singleRow(batchSize: batchSize)) {
+                guard !channel.isStopped else { continue }
+                let decoder = SnapshotDecoder(entity: entity, result: result)
+                var rows: [(Int64, RowSnapshot)] = []
+                rows.reserveCapacity(result.count)
+                for row in result { rows.append(try decoder.decode(row)) }
+                channel.send(rows)
+            }
+        }
+    }
+
     /// Rows of a prefetch through a join table: each snapshot of `entity` with, in the
     /// column after it, the key of the object it is related to.
     func fetchOwnedSnapshots(sql: String, bindings: PostgresBindings, entity: EntityDescription) async throws -> [(owner: Int64, key: Int64, snapshot: RowSnapshot)] {
