@@ -159,6 +159,8 @@ struct PredicateEvaluator {
             let lhs = try operand(left, on: object, expected: expected, key: key)
             let rhs = try operand(right, on: object, expected: lhs.type ?? expected, key: key)
             return Operand(value: try Self.arithmetic(op, lhs.value, rhs.value), type: lhs.type ?? rhs.type)
+        case .now:
+            return Operand(value: .date(Date()), type: .date)
         case .negated(let inner):
             let value = try operand(inner, on: object, expected: expected, key: key)
             return Operand(value: try Self.arithmetic(.subtract, .integer(0), value.value), type: value.type)
@@ -197,6 +199,10 @@ struct PredicateEvaluator {
     /// overflow and division by zero are errors), decimals stay decimal, else double.
     static func arithmetic(_ op: PredicateValue.Arithmetic, _ a: AttributeValue, _ b: AttributeValue) throws -> AttributeValue {
         if a.isNull || b.isNull { return .null }
+        if case .string(let x) = a, case .string(let y) = b {
+            guard op == .add else { throw PostgresDataError.invalidRequest("strings can only be joined with +, not combined with \(op.rawValue)") }
+            return .string(x + y)
+        }
         if case .integer(let x) = a, case .integer(let y) = b {
             let (result, overflow): (Int64, Bool)
             switch op {

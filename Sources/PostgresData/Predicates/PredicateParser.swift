@@ -13,7 +13,7 @@ import Foundation
 /// value       := term (("+" | "-") term)*;   term := factor (("*" | "/") factor)*
 /// factor      := "-" factor | number | string | NIL | NULL | YES | NO | TRUE | FALSE | %@ | %K | %d | %f
 ///              | $VARIABLE["." keypath] | keypath | "{" value ("," value)* "}" | "(" value ")"
-///              | SUBQUERY "(" keypath "," $var "," predicate ")"
+///              | SUBQUERY "(" keypath "," $var "," predicate ")" | NOW "(" ")"
 /// keypath     := name ("." name)* ["." "@count" | "." ("@sum"|"@avg"|"@min"|"@max") "." keypath]
 /// ```
 struct PredicateParser {
@@ -37,12 +37,25 @@ struct PredicateParser {
 
     mutating func parse() throws(PredicateSyntaxError) -> PredicateNode {
         let node = try parseOr()
-        guard case .end = current.kind else { throw error("expected AND, OR or the end of the predicate, found \(describe(current))") }
+        try expectEnd("expected AND, OR or the end of the predicate")
+        return node
+    }
+
+    /// Everything was read, and every argument used.
+    private func expectEnd(_ expectation: String) throws(PredicateSyntaxError) {
+        guard case .end = current.kind else { throw error("\(expectation), found \(describe(current))") }
         if argumentIndex < arguments.count {
             throw PredicateSyntaxError(message: "\(arguments.count) arguments given but the format uses \(argumentIndex)",
                                        column: current.column, format: format)
         }
-        return node
+    }
+
+    /// Parses a value expression alone (`weight + 1`, `now()`, `name + ' (old)'`), as batch
+    /// updates take them.
+    mutating func parseExpression() throws(PredicateSyntaxError) -> PredicateValue {
+        let value = try parseValue()
+        try expectEnd("expected an operator or the end of the expression")
+        return value
     }
 
     // MARK: Tokens
@@ -279,6 +292,11 @@ struct PredicateParser {
                 position += 1
                 return try parseSubquery(at: token)
             default:
+                if name.lowercased() == "now", case .symbol("(") = tokens[min(position + 1, tokens.count - 1)].kind {
+                    position += 2
+                    try expect(symbol: ")", "after now(")
+                    return .now
+                }
                 if Self.reserved.contains(name.uppercased()) {
                     throw error("expected a value, found the keyword \(name.uppercased()) (escape a key of that name as #\(name))", at: token)
                 }

@@ -199,7 +199,15 @@ struct PredicateSQL {
         case .arithmetic(let op, let left, let right):
             let lhs = try operand(left, entity: entity, alias: alias, expected: expected, key: key)
             let rhs = try operand(right, entity: entity, alias: alias, expected: lhs.type ?? expected, key: key)
+            if lhs.type == .string || rhs.type == .string {
+                guard op == .add else {
+                    throw PostgresDataError.invalidRequest("strings can only be joined with +, not combined with \(op.rawValue)")
+                }
+                return Operand(sql: "(\(lhs.sql) || \(rhs.sql))", type: .string)
+            }
             return Operand(sql: "(\(lhs.sql) \(op.rawValue) \(rhs.sql))", type: lhs.type ?? rhs.type)
+        case .now:
+            return Operand(sql: "now()", type: .date)
         case .negated(let inner):
             let value = try operand(inner, entity: entity, alias: alias, expected: expected, key: key)
             return Operand(sql: "(-\(value.sql))", type: value.type)
@@ -208,6 +216,12 @@ struct PredicateSQL {
         case .variable(let name):
             throw PostgresDataError.invalidRequest("the variable $\(name) has no value; bind it with substituting([\"\(name)\": …])")
         }
+    }
+
+    /// A value expression (for a batch update's `SET`): its SQL and type.
+    mutating func value(_ value: PredicateValue, expected: AttributeType?, key: String) throws -> (sql: String, type: AttributeType?) {
+        let operand = try operand(value, entity: entity, alias: "t", expected: expected, key: key)
+        return (operand.sql, operand.type)
     }
 
     /// Appends a bind parameter for a constant, converted to the type it is compared with.

@@ -88,6 +88,8 @@ public indirect enum PredicateValue: Sendable, Hashable {
     /// `SUBQUERY(collection, $x, predicate)`: the related objects matching the predicate;
     /// compared through `.@count`.
     case subquery(collection: [String], variable: String, predicate: PredicateNode)
+    /// `now()`: the current time; in SQL the start of the transaction (the server's clock).
+    case now
 
     /// Key-path aggregates.
     public enum Aggregate: String, Sendable, Hashable {
