@@ -16,7 +16,7 @@ final class FetchedObjects: @unchecked Sendable {
 }
 
 /// The object-graph workloads: W1 (save inserted objects), W2 (fetch objects, faults, IDs,
-/// dictionaries) and W6 (save updated objects).
+/// dictionaries), W4 (batch update, and the naive way for contrast) and W6 (save updated objects).
 func makeObjectWorkloads(container: PersistentContainer, client connection: Connection, raw: RawConnection,
                          rows: Int) -> [Workload] {
     let inserts = max(1, rows / 10)
@@ -68,6 +68,26 @@ func makeObjectWorkloads(container: PersistentContainer, client connection: Conn
         fetchWorkload("W2 fetch \(rows.formatted()) as dictionaries") { context in
             try context.fetch(FetchRequest<[String: AttributeValue]>(entityName: "BenchItem")).count
         },
+        Workload(name: "W4 batch update \(rows.formatted()), IDs returned", prepare: fullTable, client: {
+            var update = BatchUpdateRequest(entity: BenchItem.self, propertiesToUpdate: ["weight": try .expression("weight + 1")])
+            update.resultType = .updatedObjectIDs
+            let result = try await container.newBackgroundContext().execute(update)
+            precondition(result.objectIDs.count == rows)
+        }, raw: {
+            try rawUpdateReturningIDs(raw, rows: rows)
+        }),
+        Workload(name: "W4 naive: fetch, change, save \(rows.formatted())", prepare: fullTable, client: {
+            let context = container.newBackgroundContext()
+            try await context.perform {
+                var request = FetchRequest<BenchItem>()
+                request.returnsObjectsAsFaults = false
+                for item in try context.fetch(request) { item.weight += 1 }
+                try context.save()
+            }
+            fetched.context = context
+        }, raw: {
+            try rawUpdateReturningIDs(raw, rows: rows)
+        }),
         Workload(name: "W1 save \(inserts.formatted()) inserted objects", prepare: resetEmpty, client: {
             let context = container.newBackgroundContext()
             try await context.perform {

@@ -98,16 +98,21 @@ func makeWorkloads(client connection: Connection, raw: RawConnection, rows: Int)
             for row in result { ids.append(try row.decode(Int64.self, at: 0)) }
             precondition(ids.count == rows)
         }, raw: {
-            let result = try raw.execBinary("UPDATE items SET weight = weight + 1 RETURNING id")
-            defer { PQclear(result) }
-            var ids: [Int64] = []
-            ids.reserveCapacity(Int(PQntuples(result)))
-            for row in 0..<PQntuples(result) {
-                ids.append(Int64(bigEndian: UnsafeRawPointer(PQgetvalue(result, row, 0)).loadUnaligned(as: Int64.self)))
-            }
-            precondition(ids.count == rows)
+            try rawUpdateReturningIDs(raw, rows: rows)
         }),
     ]
+}
+
+/// The raw baseline of batch updates: the UPDATE … RETURNING id, every ID read.
+func rawUpdateReturningIDs(_ raw: RawConnection, rows: Int) throws {
+    let result = try raw.execBinary("UPDATE items SET weight = weight + 1 RETURNING id")
+    defer { PQclear(result) }
+    var ids: [Int64] = []
+    ids.reserveCapacity(Int(PQntuples(result)))
+    for row in 0..<PQntuples(result) {
+        ids.append(Int64(bigEndian: UnsafeRawPointer(PQgetvalue(result, row, 0)).loadUnaligned(as: Int64.self)))
+    }
+    precondition(ids.count == rows)
 }
 
 /// Empties `items` and fills it with `rows` rows (`item-1`, …), then vacuums and analyzes it.
