@@ -33,7 +33,91 @@ extension ManagedObjectContext {
     }
 }
 
+extension ManagedObjectContext {
+    /// Runs a batch delete on the store (one `DELETE … RETURNING id`, bypassing every
+    /// context), then tells ``BatchDeleteRequest/contextsToMerge`` what went.
+    ///
+    /// Core Data equivalent: `execute(_:)` with an `NSBatchDeleteRequest`. Call it from anywhere.
+    public func execute(_ request: BatchDeleteRequest) async throws -> BatchDeleteResult {
+        if request.objectIDs?.isEmpty == true { return BatchDeleteResult(nothingFor: request) }
+        let entity = try entity(named: request.entityName)
+        let result = try await persistentStoreCoordinator.execute(request, entity: entity)
+        Self.merge(result, into: request.contextsToMerge)
+        return result
+    }
+
+    /// Runs a batch delete from this context's queue, blocking it until the statement ends.
+    public func execute(_ request: BatchDeleteRequest) throws -> BatchDeleteResult {
+        if request.objectIDs?.isEmpty == true { return BatchDeleteResult(nothingFor: request) }
+        let entity = try entity(named: request.entityName)
+        let coordinator = persistentStoreCoordinator
+        let result = try runStore { try await coordinator.execute(request, entity: entity) }
+        Self.merge(result, into: request.contextsToMerge)
+        return result
+    }
+
+    private static func merge(_ result: BatchDeleteResult, into contexts: [ManagedObjectContext]) {
+        guard !contexts.isEmpty else { return }
+        mergeChanges(fromRemoteContextSave: [.deleted: Set(result.objectIDs + result.cascadedObjectIDs),
+                                             .updated: Set(result.nullifiedObjectIDs)], into: contexts)
+    }
+}
+
 extension PersistentStoreCoordinator {
+    /// Runs a batch delete: the count in one statement, or, when IDs are wanted, the rows
+    /// the delete rules reach read first (`FOR UPDATE`, so they cannot change meanwhile)
+    /// and the `DELETE … RETURNING id`, in one transaction.
+    func execute(_ request: BatchDeleteRequest, entity: EntityDescription) async throws -> BatchDeleteResult {
+        let (condition, joins, bindings) = try request.condition(for: entity)
+        let table = quoteIdentifier(entity.tableName)
+        var filter = ""
+        if let condition {
+            filter = joins.isEmpty ? " WHERE \(condition)"
+                : " WHERE t.\"id\" IN (SELECT t.\"id\" FROM \(table) AS t \(joins.joined(separator: " ")) WHERE \(condition))"
+        }
+        var result = BatchDeleteResult(nothingFor: request)
+        guard request.resultType == .objectIDs || !request.contextsToMerge.isEmpty else {
+            let counts = try await fetchIntegers(sql: "WITH d AS (DELETE FROM \(table) AS t\(filter) RETURNING 1) SELECT count(*) FROM d", bindings: bindings)
+            result.count = Int(counts.first ?? 0)
+            return result
+        }
+        return try await withConnection { connection in
+            try await connection.withTransaction { connection in
+                let keys = try await connection.query("SELECT t.\"id\" FROM \(table) AS t\(filter) FOR UPDATE OF t", bindings: bindings)
+                    .map { try $0.decode(Int64.self, at: 0) }
+                var reached = Set(keys.map { ManagedObjectID(entity: entity, primaryKey: $0) })
+                try await Self.reach(from: entity, keys: keys, on: connection, result: &result, seen: &reached)
+                let deleted = try await connection.query("DELETE FROM \(table) AS t WHERE t.\"id\" = ANY($1) RETURNING t.\"id\"", keys)
+                result.objectIDs = try deleted.map { ManagedObjectID(entity: entity, primaryKey: try $0.decode(Int64.self, at: 0)) }
+                result.count = result.objectIDs.count
+                return result
+            }
+        }
+    }
+
+    /// The rows that `cascade` and `nullify` rules stored as foreign keys in other tables
+    /// reach from the rows `keys` of `entity`, following cascades to their end.
+    private static func reach(from entity: EntityDescription, keys: [Int64], on connection: Connection,
+                              result: inout BatchDeleteResult, seen: inout Set<ManagedObjectID>) async throws {
+        guard !keys.isEmpty else { return }
+        for index in entity.relationshipIndices {
+            guard case .inverseForeignKey = entity.storage(of: index), let rule = entity.properties[index].relationship?.deleteRule,
+                  rule == .cascade || rule == .nullify else { continue }
+            let destination = entity.destination(of: index)
+            let column = quoteIdentifier(destination.columnName(of: entity.inverseIndex(of: index)))
+            let found = try await connection.query(
+                "SELECT \"id\" FROM \(quoteIdentifier(destination.tableName)) WHERE \(column) = ANY($1) FOR UPDATE", keys)
+                .map { ManagedObjectID(entity: destination, primaryKey: try $0.decode(Int64.self, at: 0)) }
+            let new = found.filter { seen.insert($0).inserted }
+            if rule == .cascade {
+                result.cascadedObjectIDs += new
+                try await reach(from: destination, keys: new.compactMap(\.primaryKey), on: connection, result: &result, seen: &seen)
+            } else {
+                result.nullifiedObjectIDs += new
+            }
+        }
+    }
+
     /// Runs a batch update's statement and reads what it returns.
     func execute(_ plan: BatchUpdatePlan, entity: EntityDescription, resultType: BatchUpdateRequestResultType) async throws -> BatchUpdateResult {
         try await withConnection { connection in

@@ -1,0 +1,95 @@
+import PostgresClient
+
+/// What a batch delete returns. Core Data equivalent: `NSBatchDeleteRequestResultType`.
+public enum BatchDeleteRequestResultType: Sendable, Hashable {
+    /// Only whether it ran.
+    case statusOnly
+    /// The IDs of the deleted rows, and of the rows the delete rules deleted or changed.
+    case objectIDs
+    /// The number of deleted rows.
+    case count
+}
+
+/// Deletes the matching rows of an entity in one `DELETE … RETURNING id` statement on the
+/// server, without loading them into a context.
+///
+/// Core Data equivalent: `NSBatchDeleteRequest`. The delete rules are honoured by the
+/// database through the foreign keys the model generated: `cascade` deletes the related
+/// rows, `nullify` clears their reference, `deny` fails the whole statement with an error
+/// naming the relationship (nothing is deleted). With ``BatchDeleteRequestResultType/objectIDs``
+/// the rows the rules reach are read first, in the same transaction, so contexts can be
+/// told of them too. Rules kept on the to-one side (`Item.list` with `cascade`) and on
+/// many-to-many relationships are applied by contexts only; a batch delete removes just the
+/// join rows of many-to-many relationships.
+///
+/// ```swift
+/// var delete = BatchDeleteRequest(fetchRequest: FetchRequest<Item>(predicate: try FetchPredicate(format: "done == YES")))
+/// delete.resultType = .objectIDs
+/// delete.contextsToMerge = [container.viewContext]
+/// let result = try await context.execute(delete)
+/// ```
+public struct BatchDeleteRequest: Sendable {
+    /// The entity whose rows are deleted.
+    public var entityName: String
+    /// Which rows (all when nil and ``objectIDs`` is nil).
+    public var predicate: FetchPredicate?
+    /// The rows to delete, when given by ID.
+    public var objectIDs: [ManagedObjectID]?
+    /// What the result carries (default: status only).
+    public var resultType: BatchDeleteRequestResultType = .statusOnly
+    /// Contexts told of the change after it committed: deleted objects leave them, objects
+    /// whose reference was cleared are refreshed.
+    public var contextsToMerge: [ManagedObjectContext] = []
+
+    /// Deletes what a fetch request matches (its entity and predicate).
+    public init<Result>(fetchRequest: FetchRequest<Result>) {
+        self.entityName = fetchRequest.entityName
+        self.predicate = fetchRequest.predicate
+    }
+
+    /// Deletes the rows of `objectIDs`, which must all belong to one entity.
+    public init(objectIDs: [ManagedObjectID]) {
+        self.entityName = objectIDs.first?.entity.name ?? ""
+        self.objectIDs = objectIDs
+    }
+
+    /// Which rows: a condition over alias `t` and its bindings.
+    func condition(for entity: EntityDescription) throws -> (String?, [String], PostgresBindings) {
+        if let objectIDs {
+            guard objectIDs.allSatisfy({ $0.entity === entity }) else {
+                throw PostgresDataError.invalidRequest("a batch delete takes object IDs of one entity; these belong to \(Set(objectIDs.map(\.entity.name)).sorted().joined(separator: ", "))")
+            }
+            let keys = objectIDs.compactMap(\.primaryKey)
+            guard keys.count == objectIDs.count else {
+                throw PostgresDataError.invalidRequest("a batch delete cannot delete unsaved objects (temporary IDs): delete them in their context")
+            }
+            return ("t.\"id\" = ANY($1)", [], try PostgresBindings(keys))
+        }
+        var compiler = PredicateSQL(entity: entity)
+        let condition = try predicate.map { try compiler.condition($0.node) }
+        return (condition, compiler.joins, compiler.bindings)
+    }
+}
+
+/// What a batch delete did.
+///
+/// Core Data equivalent: `NSBatchDeleteResult`.
+public struct BatchDeleteResult: Sendable {
+    /// The result type the request asked for.
+    public var resultType: BatchDeleteRequestResultType
+    /// How many rows of the entity were deleted.
+    public var count: Int
+    /// The deleted rows of the entity (``BatchDeleteRequestResultType/objectIDs``).
+    public var objectIDs: [ManagedObjectID]
+    /// Rows of other entities deleted by `cascade` rules.
+    public var cascadedObjectIDs: [ManagedObjectID]
+    /// Rows of other entities whose reference a `nullify` rule cleared.
+    public var nullifiedObjectIDs: [ManagedObjectID]
+}
+
+extension BatchDeleteResult {
+    /// The result of deleting nothing.
+    init(nothingFor request: BatchDeleteRequest) {
+        self.init(resultType: request.resultType, count: 0, objectIDs: [], cascadedObjectIDs: [], nullifiedObjectIDs: [])
+    }
+}
