@@ -55,7 +55,7 @@ struct Settings: Codable, Hashable, Sendable {
     @Attribute(regularExpression: "[A-Z]{3}") var code = "ABC"
 }
 
-let testModel = ManagedObjectModel(TodoList.self, Item.self, Team.self, Player.self, Tag.self, Profile.self, Person.self, Choice.self)
+let testModel = ManagedObjectModel(TodoList.self, Item.self, Team.self, Player.self, Tag.self, Profile.self, Person.self, Choice.self, Product.self)
 
 /// A container on a database of its own, with the test model's schema created.
 func makeContainer() async throws -> PersistentContainer {

@@ -7,13 +7,8 @@ extension ManagedObjectContext {
     /// Core Data equivalent: `execute(_:)` with an `NSBatchUpdateRequest`. Call it from
     /// anywhere: it does not use this context's queue or objects.
     public func execute(_ request: BatchUpdateRequest) async throws -> BatchUpdateResult {
-        let coordinator = persistentStoreCoordinator
-        let entity = try entity(named: request.entityName)
-        let plan = try request.plan(for: entity, returningIDs: !request.contextsToMerge.isEmpty)
-        let result = try await coordinator.execute(plan, entity: entity, resultType: request.resultType)
-        if !request.contextsToMerge.isEmpty {
-            Self.mergeChanges(fromRemoteContextSave: [.updated: Set(result.objectIDs)], into: request.contextsToMerge)
-        }
+        let result = try await run(request)
+        Self.merge([.updated: Set(result.objectIDs)], into: request.contextsToMerge)
         return result
     }
 
@@ -21,15 +16,22 @@ extension ManagedObjectContext {
     ///
     /// Core Data equivalent: `execute(_:)` inside `perform`.
     public func execute(_ request: BatchUpdateRequest) throws -> BatchUpdateResult {
-        let coordinator = persistentStoreCoordinator
+        let result = try runStore { try await self.run(request) }
+        Self.merge([.updated: Set(result.objectIDs)], into: request.contextsToMerge)
+        return result
+    }
+
+    private func run(_ request: BatchUpdateRequest) async throws -> BatchUpdateResult {
         let entity = try entity(named: request.entityName)
         let plan = try request.plan(for: entity, returningIDs: !request.contextsToMerge.isEmpty)
-        let resultType = request.resultType
-        let result = try runStore { try await coordinator.execute(plan, entity: entity, resultType: resultType) }
-        if !request.contextsToMerge.isEmpty {
-            Self.mergeChanges(fromRemoteContextSave: [.updated: Set(result.objectIDs)], into: request.contextsToMerge)
-        }
-        return result
+        return try await persistentStoreCoordinator.execute(plan, entity: entity, resultType: request.resultType)
+    }
+
+    /// Tells contexts of a batch request's changes (after it committed, never from inside
+    /// the store work: a context waiting for that work could not take the merge).
+    static func merge(_ changes: [ChangeKey: Set<ManagedObjectID>], into contexts: [ManagedObjectContext]) {
+        guard !contexts.isEmpty else { return }
+        mergeChanges(fromRemoteContextSave: changes, into: contexts)
     }
 }
 
@@ -57,9 +59,7 @@ extension ManagedObjectContext {
     }
 
     private static func merge(_ result: BatchDeleteResult, into contexts: [ManagedObjectContext]) {
-        guard !contexts.isEmpty else { return }
-        mergeChanges(fromRemoteContextSave: [.deleted: Set(result.objectIDs + result.cascadedObjectIDs),
-                                             .updated: Set(result.nullifiedObjectIDs)], into: contexts)
+        merge([.deleted: Set(result.objectIDs + result.cascadedObjectIDs), .updated: Set(result.nullifiedObjectIDs)], into: contexts)
     }
 }
 
@@ -150,6 +150,71 @@ extension PersistentStoreCoordinator {
                 result.count = result.objectIDs.count
             }
             return result
+        }
+    }
+}
+
+/// What a batch insert did.
+///
+/// Core Data equivalent: `NSBatchInsertResult`.
+public struct BatchInsertResult: Sendable {
+    /// The result type the request asked for.
+    public var resultType: BatchInsertRequestResultType
+    /// How many rows were inserted (or, in an upsert, inserted or updated).
+    public var count: Int
+    /// Their IDs (``BatchInsertRequestResultType/objectIDs``, or when contexts were merged).
+    public var objectIDs: [ManagedObjectID]
+}
+
+extension ManagedObjectContext {
+    /// Runs a batch insert on the store, in one transaction, then tells
+    /// ``BatchInsertRequest/contextsToMerge`` of the new rows.
+    ///
+    /// Core Data equivalent: `execute(_:)` with an `NSBatchInsertRequest`. Call it from anywhere.
+    public func execute(_ request: BatchInsertRequest) async throws -> BatchInsertResult {
+        let result = try await run(request)
+        Self.merge([.inserted: Set(result.objectIDs)], into: request.contextsToMerge)
+        return result
+    }
+
+    /// Runs a batch insert from this context's queue, blocking it until it ends.
+    public func execute(_ request: BatchInsertRequest) throws -> BatchInsertResult {
+        let result = try runStore { try await self.run(request) }
+        Self.merge([.inserted: Set(result.objectIDs)], into: request.contextsToMerge)
+        return result
+    }
+
+    private func run(_ request: BatchInsertRequest) async throws -> BatchInsertResult {
+        let entity = try entity(named: request.entityName)
+        let plan = try request.plan(for: entity)
+        return try await persistentStoreCoordinator.execute(plan, entity: entity, resultType: request.resultType)
+    }
+}
+
+extension PersistentStoreCoordinator {
+    func execute(_ plan: BatchInsertPlan, entity: EntityDescription, resultType: BatchInsertRequestResultType) async throws -> BatchInsertResult {
+        try await withConnection { connection in
+            try await connection.withTransaction { connection in
+                var result = BatchInsertResult(resultType: resultType, count: 0, objectIDs: [])
+                for step in plan.steps {
+                    switch step {
+                    case .copy(let columns, let rows, let count):
+                        _ = try await connection.copyRows(into: entity.tableName, columns: columns) { writer in
+                            try writer.appendEncodedRows(rows, count: count)
+                        }
+                        result.count += count
+                    case .insert(let sql, let bindings, let returnsIDs):
+                        let rows = try await connection.query(sql, bindings: bindings)
+                        if returnsIDs {
+                            for row in rows { result.objectIDs.append(ManagedObjectID(entity: entity, primaryKey: try row.decode(Int64.self, at: 0))) }
+                            result.count += rows.count
+                        } else {
+                            result.count += Int(try rows.first?.decode(Int64.self, at: 0) ?? 0)
+                        }
+                    }
+                }
+                return result
+            }
         }
     }
 }

@@ -122,20 +122,13 @@ struct SavePlan: Sendable {
         let columns = entity.columnIndices
         let types = columns.map { Self.columnType(entity, $0) }
         var buffer = PostgresBuffer(capacity: rows.count * (8 + columns.count * 16))
+        var values = [AttributeValue](repeating: .null, count: columns.count)
         for row in rows {
             buffer.writeInteger(Int16(columns.count + 1))
             buffer.writeInteger(Int32(8))
             buffer.writeInteger(row.key)
-            for (position, index) in columns.enumerated() {
-                let value = row.values[index]
-                if value.isNull {
-                    buffer.writeInteger(Int32(-1))
-                    continue
-                }
-                let length = buffer.reserveLength()
-                try ValueCoding.encode(value, as: types[position], into: &buffer)
-                buffer.finishLength(at: length)
-            }
+            for (position, index) in columns.enumerated() { values[position] = row.values[index] }
+            try ValueCoding.writeCopyFields(values, types: types, into: &buffer)
         }
         let copy = Copy(table: entity.tableName, columns: ["id"] + columns.map(entity.columnName(of:)),
                         rows: buffer.bytes, rowCount: rows.count)

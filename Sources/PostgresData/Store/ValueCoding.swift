@@ -31,6 +31,23 @@ enum ValueCoding {
         }
     }
 
+    /// Writes the fields of one binary COPY row (after its field count): each value's
+    /// length and bytes, or -1 for NULL.
+    static func writeCopyFields(_ values: [AttributeValue], types: [AttributeType], into buffer: inout PostgresBuffer) throws {
+        for (value, type) in zip(values, types) { try writeField(value, as: type, into: &buffer) }
+    }
+
+    /// One length-prefixed value (-1 for NULL), as COPY rows and array elements hold them.
+    private static func writeField(_ value: AttributeValue, as type: AttributeType, into buffer: inout PostgresBuffer) throws {
+        if value.isNull {
+            buffer.writeInteger(Int32(-1))
+            return
+        }
+        let length = buffer.reserveLength()
+        try encode(value, as: type, into: &buffer)
+        buffer.finishLength(at: length)
+    }
+
     /// A one-dimensional array parameter of `type` holding `values` (NULL elements allowed).
     static func appendArray(_ values: [AttributeValue], of type: AttributeType, to bindings: inout PostgresBindings) throws {
         try bindings.append(type: type.postgresArrayType) { buffer in
@@ -39,15 +56,7 @@ enum ValueCoding {
             buffer.writeInteger(type.postgresType.oid)
             buffer.writeInteger(Int32(values.count))
             buffer.writeInteger(Int32(1))
-            for value in values {
-                if value.isNull {
-                    buffer.writeInteger(Int32(-1))
-                    continue
-                }
-                let length = buffer.reserveLength()
-                try encode(value, as: type, into: &buffer)
-                buffer.finishLength(at: length)
-            }
+            for value in values { try writeField(value, as: type, into: &buffer) }
         }
     }
 

@@ -1,0 +1,248 @@
+import Foundation
+import PostgresClient
+
+/// What a batch insert returns. Core Data equivalent: `NSBatchInsertRequestResultType`.
+public enum BatchInsertRequestResultType: Sendable, Hashable {
+    /// Only whether it ran.
+    case statusOnly
+    /// The IDs of the inserted (or upserted) rows.
+    case objectIDs
+    /// The number of inserted (or upserted) rows.
+    case count
+}
+
+/// What a batch insert does with a row that breaks a uniqueness constraint.
+public enum BatchInsertConflictPolicy: Sendable, Hashable {
+    /// The whole insert fails with an error naming the constraint (the default).
+    case error
+    /// The row is skipped (`ON CONFLICT DO NOTHING`).
+    case ignore
+    /// The existing row gets the values of **only the keys the row supplies**
+    /// (`ON CONFLICT (keys) DO UPDATE SET` of those keys); `conflictKeys` name the uniqueness
+    /// constraint (by default the entity's first one).
+    case update(conflictKeys: [String]? = nil)
+}
+
+/// Inserts many rows of one entity without a context: binary `COPY` when nothing has to
+/// come back, `INSERT … SELECT FROM unnest(…)` when IDs are wanted or conflicts handled.
+///
+/// Core Data equivalent: `NSBatchInsertRequest`. Every value is checked against the model
+/// (type, optionality, ranges, lengths, patterns) before anything is sent; an error names
+/// the row, the key and the rule. Keys a row leaves out get the model's default values.
+///
+/// ```swift
+/// var insert = try BatchInsertRequest(entityName: "Item", objects: [["name": "milk", "weight": 2], ["name": "bread"]])
+/// insert.resultType = .objectIDs
+/// let ids = try await context.execute(insert).objectIDs
+/// ```
+public struct BatchInsertRequest: Sendable {
+    /// The entity whose rows are inserted.
+    public var entityName: String
+    /// What the result carries (default: status only).
+    public var resultType: BatchInsertRequestResultType = .statusOnly
+    /// What happens on a uniqueness conflict (default: an error).
+    public var onConflict: BatchInsertConflictPolicy = .error
+    /// Contexts told of the inserted rows after the insert committed.
+    public var contextsToMerge: [ManagedObjectContext] = []
+    /// The rows, with values in their natural types (converted to the model's at execution).
+    var rows: [[String: AttributeValue]]
+
+    /// Rows given as dictionaries of key to value (`Int`, `String`, `Date`, `ManagedObjectID`
+    /// for a to-one relationship, nil, …).
+    public init(entityName: String, objects: [[String: (any Sendable)?]]) throws {
+        self.entityName = entityName
+        self.rows = try objects.enumerated().map { position, object in
+            try object.mapValues { value in
+                guard case .constant(let converted)? = PredicateParser.value(value) else {
+                    throw PostgresDataError.invalidRequest("batch insert row \(position): a value of type \(type(of: value as Any)) cannot be stored")
+                }
+                return converted
+            }
+        }
+    }
+
+    /// Rows from `Encodable` values: their coding keys are the entity's keys (dates encoded
+    /// as seconds since 1970, data as Base64, as `JSONEncoder` does with those strategies).
+    public init<Value: Encodable>(entityName: String, values: [Value]) throws {
+        let encoder = JSONEncoder()
+        encoder.dateEncodingStrategy = .secondsSince1970
+        encoder.dataEncodingStrategy = .base64
+        let objects = try values.map { value -> [String: (any Sendable)?] in
+            guard let dictionary = try JSONSerialization.jsonObject(with: encoder.encode(value)) as? [String: Any] else {
+                throw PostgresDataError.invalidRequest("batch insert: \(Value.self) does not encode as a keyed object")
+            }
+            return dictionary.mapValues { $0 is NSNull ? nil : Self.jsonValue($0) }
+        }
+        try self.init(entityName: entityName, objects: objects)
+    }
+
+    /// Rows produced by `handler`, called with an empty dictionary until it returns true
+    /// (Core Data's `dictionaryHandler`).
+    public init(entityName: String, dictionaryHandler handler: (inout [String: (any Sendable)?]) -> Bool) throws {
+        var objects: [[String: (any Sendable)?]] = []
+        while true {
+            var object: [String: (any Sendable)?] = [:]
+            if handler(&object) { break }
+            objects.append(object)
+        }
+        try self.init(entityName: entityName, objects: objects)
+    }
+
+    private static func jsonValue(_ value: Any) -> (any Sendable)? {
+        switch value {
+        case let number as NSNumber:
+            switch String(cString: number.objCType) {
+            case "c", "B": return number.boolValue
+            case "d", "f": return number.doubleValue
+            default: return number.int64Value
+            }
+        case let string as String: return string
+        default: return "\(value)"
+        }
+    }
+
+    /// The rows checked and converted to the entity's types, in one column order.
+    func plan(for entity: EntityDescription) throws -> BatchInsertPlan {
+        var converted: [[Int: AttributeValue]] = []
+        converted.reserveCapacity(rows.count)
+        for (position, row) in rows.enumerated() {
+            var values: [Int: AttributeValue] = [:]
+            for (key, value) in row {
+                guard let index = entity.propertyIndex(named: key) else { throw PredicateSQL.unknownKey(key, in: entity, path: key) }
+                values[index] = try Self.convert(value, for: entity, at: index, row: position)
+            }
+            for index in entity.columnIndices where values[index] == nil {
+                if let attribute = entity.properties[index].attribute, !attribute.isOptional, entity.defaultValues[index].isNull {
+                    throw PostgresDataError.invalidRequest("batch insert of \(entity.name), row \(position): \(attribute.name) is required and has no default; nothing was sent")
+                }
+            }
+            converted.append(values)
+        }
+        return try BatchInsertPlan(entity: entity, rows: converted, request: self)
+    }
+
+    private static func convert(_ value: AttributeValue, for entity: EntityDescription, at index: Int, row: Int) throws -> AttributeValue {
+        let key = entity.properties[index].name
+        switch entity.properties[index] {
+        case .attribute(let attribute):
+            var result = value
+            if !value.isNull {
+                switch (value, attribute.attributeType) {
+                case (.double(let seconds), .date): result = .date(Date(timeIntervalSince1970: seconds))
+                case (.integer(let seconds), .date): result = .date(Date(timeIntervalSince1970: Double(seconds)))
+                case (.string(let text), .binaryData):
+                    guard let data = Data(base64Encoded: text) else { fallthrough }
+                    result = .data(data)
+                case (.string(let text), .uuid):
+                    guard let uuid = UUID(uuidString: text) else { fallthrough }
+                    result = .uuid(uuid)
+                default: result = try PredicateSQL.convert(value, to: attribute.attributeType, key: key)
+                }
+            }
+            let broken = attribute.violations(of: result)
+            guard broken.isEmpty else {
+                throw PostgresDataError.invalidRequest("batch insert of \(entity.name), row \(row): \(key) \(broken.joined(separator: "; ")); nothing was sent")
+            }
+            return result
+        case .relationship(let relationship):
+            guard !relationship.isToMany, case .foreignKey = entity.storage(of: index) else {
+                throw PostgresDataError.invalidRequest("batch insert of \(entity.name): \(key) is stored in another table; set it from the other side")
+            }
+            switch value {
+            case .null where relationship.isOptional: return .null
+            case .object(let id) where id.entity === entity.destination(of: index) && id.primaryKey != nil: return value
+            default:
+                throw PostgresDataError.invalidRequest("batch insert of \(entity.name), row \(row): \(key) takes the ID of a saved \(entity.destination(of: index).name)\(relationship.isOptional ? " or nil" : "")")
+            }
+        }
+    }
+}
+
+/// The statements of a batch insert.
+struct BatchInsertPlan: Sendable {
+    enum Step: Sendable {
+        case copy(columns: [String], rows: [UInt8], count: Int)
+        case insert(sql: String, bindings: PostgresBindings, returnsIDs: Bool)
+    }
+
+    var steps: [Step] = []
+
+    init(entity: EntityDescription, rows: [[Int: AttributeValue]], request: BatchInsertRequest) throws {
+        let wantIDs = request.resultType == .objectIDs || !request.contextsToMerge.isEmpty
+        if !wantIDs, request.onConflict == .error {
+            try planCopy(entity, rows)
+            return
+        }
+        // Rows grouped by the keys they supply: an upsert updates only those.
+        var groups: [[Int]: [[Int: AttributeValue]]] = [:]
+        var order: [[Int]] = []
+        for row in rows {
+            let keys = entity.columnIndices.filter { row[$0] != nil }
+            if groups[keys] == nil { order.append(keys) }
+            groups[keys, default: []].append(row)
+        }
+        let table = quoteIdentifier(entity.tableName)
+        for keys in order {
+            let group = groups[keys]!
+            // Every column is inserted (keys left out take the model's defaults); an upsert
+            // updates only the supplied ones.
+            var bindings = PostgresBindings()
+            var casts: [String] = []
+            for index in entity.columnIndices {
+                let type = SavePlan.columnType(entity, index)
+                try ValueCoding.appendArray(group.map { $0[index] ?? entity.defaultValues[index] }, of: type, to: &bindings)
+                casts.append("$\(bindings.count)::\(type.sqlType)[]")
+            }
+            let columns = entity.columnIndices.map { quoteIdentifier(entity.columnName(of: $0)) }
+            var sql = "INSERT INTO \(table) (\(columns.joined(separator: ", "))) SELECT * FROM unnest(\(casts.joined(separator: ", ")))"
+            switch request.onConflict {
+            case .error: break
+            case .ignore: sql += " ON CONFLICT DO NOTHING"
+            case .update(let conflictKeys):
+                let target = try Self.conflictTarget(entity, conflictKeys)
+                let targetIndices = Set(target.map { entity.propertyIndex(named: $0)! })
+                let updates = keys.filter { !targetIndices.contains($0) }.map { index -> String in
+                    let column = quoteIdentifier(entity.columnName(of: index))
+                    return "\(column) = EXCLUDED.\(column)"
+                }
+                let targetColumns = target.map { quoteIdentifier(entity.columnName(of: entity.propertyIndex(named: $0)!)) }
+                sql += updates.isEmpty ? " ON CONFLICT DO NOTHING"
+                    : " ON CONFLICT (\(targetColumns.joined(separator: ", "))) DO UPDATE SET \(updates.joined(separator: ", "))"
+            }
+            if wantIDs {
+                steps.append(.insert(sql: sql + " RETURNING \"id\"", bindings: bindings, returnsIDs: true))
+            } else {
+                steps.append(.insert(sql: "WITH i AS (\(sql) RETURNING 1) SELECT count(*) FROM i", bindings: bindings, returnsIDs: false))
+            }
+        }
+    }
+
+    /// The keys of the uniqueness constraint an upsert resolves conflicts on.
+    private static func conflictTarget(_ entity: EntityDescription, _ keys: [String]?) throws -> [String] {
+        let constraints = entity.uniquenessConstraints + entity.attributes.filter(\.isUnique).map { [$0.name] }
+        if let keys {
+            guard constraints.contains(where: { Set($0) == Set(keys) }) else {
+                throw PostgresDataError.invalidRequest("batch insert of \(entity.name): no uniqueness constraint on \(keys.joined(separator: ", ")); its constraints are \(constraints.map { "(\($0.joined(separator: ", ")))" }.joined(separator: ", "))")
+            }
+            return keys
+        }
+        guard let first = constraints.first else {
+            throw PostgresDataError.invalidRequest("batch insert of \(entity.name): an upsert needs a uniqueness constraint, and \(entity.name) has none")
+        }
+        return first
+    }
+
+    /// One binary COPY of every column; keys a row leaves out get the model's defaults.
+    private mutating func planCopy(_ entity: EntityDescription, _ rows: [[Int: AttributeValue]]) throws {
+        let columns = entity.columnIndices
+        let types = columns.map { SavePlan.columnType(entity, $0) }
+        var buffer = PostgresBuffer(capacity: rows.count * (2 + columns.count * 16))
+        var values = [AttributeValue](repeating: .null, count: columns.count)
+        for row in rows {
+            for (position, index) in columns.enumerated() { values[position] = row[index] ?? entity.defaultValues[index] }
+            buffer.writeInteger(Int16(columns.count))
+            try ValueCoding.writeCopyFields(values, types: types, into: &buffer)
+        }
+        steps.append(.copy(columns: columns.map(entity.columnName(of:)), rows: buffer.bytes, count: rows.count))
+    }
+}

@@ -1,0 +1,100 @@
+import Foundation
+import PostgresData
+import Testing
+
+@Entity final class Product: ManagedObject {
+    @Attribute(.unique) var sku: String
+    var title: String = ""
+    @Attribute(minValue: 0) var price = 0
+    var stock = 0
+}
+
+/// Batch inserts: validated first, COPY or unnest, conflicts as asked.
+@Suite struct BatchInsertTests {
+    @Test func dictionariesGetDefaultsAndIDs() async throws {
+        let container = try await makeContainer()
+        let context = container.newBackgroundContext()
+        var insert = try BatchInsertRequest(entityName: "Item", objects: [["name": "milk", "weight": 2, "notes": nil], ["name": "bread", "done": true]])
+        insert.resultType = .objectIDs
+        let result = try await context.execute(insert)
+        #expect(result.count == 2 && result.objectIDs.count == 2)
+        let names = try await context.perform { try result.objectIDs.map { (try context.existingObject(with: $0) as! Item).name } }
+        #expect(names == ["milk", "bread"])
+        #expect(try await container.rawStrings("SELECT name || ':' || weight || ':' || done FROM item ORDER BY id") == ["milk:2:false", "bread:0:true"])
+        // Many rows, nothing to return: one binary COPY.
+        let many = try BatchInsertRequest(entityName: "Item", objects: (0..<2_000).map { ["name": "n\($0)", "weight": $0 % 1000] })
+        #expect(try await context.execute(many).count == 2_000)
+        #expect(try await container.rawIntegers("SELECT count(*) FROM item") == [2_002])
+    }
+
+    struct NewItem: Encodable {
+        var name: String
+        var weight: Int
+        var createdAt: Date
+        var notes: String?
+    }
+
+    @Test func encodableValuesAndAHandler() async throws {
+        let container = try await makeContainer()
+        let context = container.newBackgroundContext()
+        let date = Date(timeIntervalSince1970: 1_700_000_000)
+        var fromValues = try BatchInsertRequest(entityName: "Item", values: [NewItem(name: "a", weight: 1, createdAt: date, notes: "x"),
+                                                                             NewItem(name: "b", weight: 2, createdAt: date, notes: nil)])
+        fromValues.resultType = .count
+        #expect(try await context.execute(fromValues).count == 2)
+        var produced = 0
+        let fromHandler = try BatchInsertRequest(entityName: "Item", dictionaryHandler: { object in
+            guard produced < 3 else { return true }
+            object["name"] = "h\(produced)"
+            produced += 1
+            return false
+        })
+        _ = try await context.execute(fromHandler)
+        #expect(try await container.rawStrings("SELECT name FROM item ORDER BY name") == ["a", "b", "h0", "h1", "h2"])
+        #expect(try await container.rawIntegers("SELECT extract(epoch FROM created_at)::bigint FROM item WHERE name = 'a'") == [1_700_000_000])
+        #expect(try await container.rawIntegers("SELECT count(*) FROM item WHERE notes IS NULL") == [4])
+    }
+
+    @Test func badRowsAreRefusedBeforeSending() async throws {
+        let container = try await makeContainer()
+        let context = container.newBackgroundContext()
+        let tooHeavy = await captureDataError { _ = try await context.execute(try BatchInsertRequest(entityName: "Item", objects: [["name": "ok"], ["name": "x", "weight": 2_000]])) }
+        #expect("\(tooHeavy!)".contains("row 1: weight is 2000.0, above the maximum 1000.0"))
+        let missing = await captureDataError { _ = try await context.execute(try BatchInsertRequest(entityName: "Item", objects: [["weight": 1]])) }
+        #expect("\(missing!)".contains("row 0: name is required and has no default"))
+        let unknown = await captureDataError { _ = try await context.execute(try BatchInsertRequest(entityName: "Item", objects: [["nmae": "x"]])) }
+        #expect("\(unknown!)".contains("Did you mean \"name\""))
+        #expect(try await container.rawIntegers("SELECT count(*) FROM item") == [0])
+    }
+
+    @Test func conflictsFailIgnoreOrUpdateOnlyTheSuppliedKeys() async throws {
+        let container = try await makeContainer()
+        let context = container.newBackgroundContext()
+        _ = try await context.execute(try BatchInsertRequest(entityName: "Product", objects: [
+            ["sku": "A", "title": "Apple", "price": 10, "stock": 5], ["sku": "B", "title": "Bean", "price": 20, "stock": 7],
+        ]))
+        let clash = await captureDataError { _ = try await context.execute(try BatchInsertRequest(entityName: "Product", objects: [["sku": "C", "title": "Corn"], ["sku": "A", "title": "Again"]])) }
+        guard case .constraintViolation(let constraint, _, _)? = clash else {
+            Issue.record("expected a uniqueness violation, got \(String(describing: clash))")
+            return
+        }
+        #expect(constraint?.keys == ["sku"] && clash?.sqlState == "23505")
+        #expect(try await container.rawIntegers("SELECT count(*) FROM product") == [2])
+
+        var ignore = try BatchInsertRequest(entityName: "Product", objects: [["sku": "C", "title": "Corn"], ["sku": "A", "title": "Again"]])
+        ignore.onConflict = .ignore
+        ignore.resultType = .count
+        #expect(try await context.execute(ignore).count == 1)
+
+        var upsert = try BatchInsertRequest(entityName: "Product", objects: [["sku": "A", "price": 11], ["sku": "D", "title": "Date", "price": 4]])
+        upsert.onConflict = .update(conflictKeys: ["sku"])
+        upsert.resultType = .objectIDs
+        #expect(try await context.execute(upsert).count == 2)
+        #expect(try await container.rawStrings("SELECT sku || ':' || title || ':' || price || ':' || stock FROM product ORDER BY sku")
+            == ["A:Apple:11:5", "B:Bean:20:7", "C:Corn:0:0", "D:Date:4:0"])
+        var wrongKeys = upsert
+        wrongKeys.onConflict = .update(conflictKeys: ["title"])
+        let noConstraint = await captureDataError { _ = try await context.execute(wrongKeys) }
+        #expect("\(noConstraint!)".contains("no uniqueness constraint on title"))
+    }
+}
