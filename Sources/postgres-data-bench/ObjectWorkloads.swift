@@ -76,6 +76,38 @@ func makeObjectWorkloads(container: PersistentContainer, client connection: Conn
         }, raw: {
             try rawUpdateReturningIDs(raw, rows: rows)
         }),
+        Workload(name: "W1 batch insert \(rows.formatted()) (object handler)", prepare: resetEmpty, client: {
+            var next = 0
+            let insert = try BatchInsertRequest(entity: BenchItem.self, managedObjectHandler: { item in
+                guard next < rows else { return true }
+                next += 1
+                item.name = "item-\(next)"
+                item.createdAt = epoch.addingTimeInterval(Double(next))
+                item.done = next % 2 == 0
+                item.weight = Int32(next % 1000)
+                return false
+            })
+            let result = try await container.newBackgroundContext().execute(insert)
+            precondition(result.count == rows)
+        }, raw: {
+            try rawCopy(raw, rows: rows)
+        }),
+        Workload(name: "W1 batch insert \(rows.formatted()) (dictionaries)", prepare: resetEmpty, client: {
+            var next = 0
+            let insert = try BatchInsertRequest(entityName: "BenchItem", dictionaryHandler: { object in
+                guard next < rows else { return true }
+                next += 1
+                object["name"] = "item-\(next)"
+                object["createdAt"] = epoch.addingTimeInterval(Double(next))
+                object["done"] = next % 2 == 0
+                object["weight"] = Int32(next % 1000)
+                return false
+            })
+            let result = try await container.newBackgroundContext().execute(insert)
+            precondition(result.count == rows)
+        }, raw: {
+            try rawCopy(raw, rows: rows)
+        }),
         Workload(name: "W4 naive: fetch, change, save \(rows.formatted())", prepare: fullTable, client: {
             let context = container.newBackgroundContext()
             try await context.perform {

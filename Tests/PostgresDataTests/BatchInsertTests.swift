@@ -55,6 +55,32 @@ import Testing
         #expect(try await container.rawIntegers("SELECT count(*) FROM item WHERE notes IS NULL") == [4])
     }
 
+    @Test func aManagedObjectHandlerFillsOneReusedObject() async throws {
+        let container = try await makeContainer()
+        let context = container.newBackgroundContext()
+        var filled = 0
+        let insert = try BatchInsertRequest(entity: Item.self, managedObjectHandler: { item in
+            guard filled < 1_500 else { return true }
+            #expect(item.weight == 0 && item.notes == nil)      // reset to the defaults each time
+            item.name = "o\(filled)"
+            item.weight = filled % 1000
+            if filled == 7 { item.notes = "seven" }
+            filled += 1
+            return false
+        })
+        #expect(try await context.execute(insert).count == 1_500)
+        #expect(try await container.rawIntegers("SELECT count(*) FROM item WHERE notes IS NOT NULL") == [1])
+        #expect(try await container.rawIntegers("SELECT sum(weight)::bigint FROM item") == [Int64((0..<1_500).reduce(0) { $0 + $1 % 1000 })])
+        var calls = 0
+        let invalid = try BatchInsertRequest(entity: Item.self, managedObjectHandler: { item in
+            item.name = ""                                      // shorter than the minimum length
+            calls += 1
+            return calls > 1
+        })
+        let error = await captureDataError { _ = try await context.execute(invalid) }
+        #expect("\(error!)".contains("row 0: name"))
+    }
+
     @Test func badRowsAreRefusedBeforeSending() async throws {
         let container = try await makeContainer()
         let context = container.newBackgroundContext()

@@ -45,7 +45,9 @@ public struct BatchInsertRequest: Sendable {
     /// Contexts told of the inserted rows after the insert committed.
     public var contextsToMerge: [ManagedObjectContext] = []
     /// The rows, with values in their natural types (converted to the model's at execution).
-    var rows: [[String: AttributeValue]]
+    var rows: [[String: AttributeValue]] = []
+    /// Rows filled by a managed-object handler: one value per property, already typed.
+    var objectRows: [[AttributeValue]] = []
 
     /// Rows given as dictionaries of key to value (`Int`, `String`, `Date`, `ManagedObjectID`
     /// for a to-one relationship, nil, …).
@@ -88,6 +90,26 @@ public struct BatchInsertRequest: Sendable {
         try self.init(entityName: entityName, objects: objects)
     }
 
+    /// Rows filled by `handler` on one reusable object of `Entity` (not in any context), reset
+    /// to the model's defaults before each call, until it returns true (Core Data's
+    /// `managedObjectHandler`). The fastest way in: no dictionary per row. Set attributes
+    /// only; to-one relationships take IDs through ``init(entityName:objects:)``.
+    public init<Entity: ManagedObject>(entity: Entity.Type, managedObjectHandler handler: (Entity) -> Bool) throws {
+        let description = Entity.entity()
+        guard description.isResolved else {
+            throw PostgresDataError.invalidRequest("batch insert of \(description.name): load a container whose model has the entity first")
+        }
+        self.entityName = description.name
+        let object = Entity(entity: description, insertInto: nil)
+        object.isFaultStorage = false
+        object.isInsertedStorage = true
+        while true {
+            object.values = description.defaultValues
+            if handler(object) { break }
+            objectRows.append(object.values)
+        }
+    }
+
     private static func jsonValue(_ value: Any) -> (any Sendable)? {
         switch value {
         case let number as NSNumber:
@@ -103,6 +125,18 @@ public struct BatchInsertRequest: Sendable {
 
     /// The rows checked and converted to the entity's types, in one column order.
     func plan(for entity: EntityDescription) throws -> BatchInsertPlan {
+        if !objectRows.isEmpty {
+            for (position, row) in objectRows.enumerated() {
+                for index in entity.columnIndices {
+                    guard let attribute = entity.properties[index].attribute else { continue }
+                    let broken = attribute.violations(of: row[index])
+                    guard broken.isEmpty else {
+                        throw PostgresDataError.invalidRequest("batch insert of \(entity.name), row \(position): \(attribute.name) \(broken.joined(separator: "; ")); nothing was sent")
+                    }
+                }
+            }
+            return try BatchInsertPlan(entity: entity, objectRows: objectRows, request: self)
+        }
         var converted: [[Int: AttributeValue]] = []
         converted.reserveCapacity(rows.count)
         for (position, row) in rows.enumerated() {
@@ -167,10 +201,26 @@ struct BatchInsertPlan: Sendable {
 
     var steps: [Step] = []
 
+    private init(steps: [Step]) {
+        self.steps = steps
+    }
+
+    /// Rows that hold every property: one COPY, or the general path with every key supplied.
+    init(entity: EntityDescription, objectRows: [[AttributeValue]], request: BatchInsertRequest) throws {
+        if request.resultType != .objectIDs, request.contextsToMerge.isEmpty, request.onConflict == .error {
+            self.init(steps: [try Self.copy(entity, objectRows)])
+            return
+        }
+        let rows = objectRows.map { row in Dictionary(uniqueKeysWithValues: entity.columnIndices.map { ($0, row[$0]) }) }
+        try self.init(entity: entity, rows: rows, request: request)
+    }
+
     init(entity: EntityDescription, rows: [[Int: AttributeValue]], request: BatchInsertRequest) throws {
         let wantIDs = request.resultType == .objectIDs || !request.contextsToMerge.isEmpty
         if !wantIDs, request.onConflict == .error {
-            try planCopy(entity, rows)
+            // Keys a row leaves out get the model's defaults.
+            let full = rows.map { row in entity.properties.indices.map { row[$0] ?? entity.defaultValues[$0] } }
+            steps = [try Self.copy(entity, full)]
             return
         }
         // Rows grouped by the keys they supply: an upsert updates only those.
@@ -232,17 +282,17 @@ struct BatchInsertPlan: Sendable {
         return first
     }
 
-    /// One binary COPY of every column; keys a row leaves out get the model's defaults.
-    private mutating func planCopy(_ entity: EntityDescription, _ rows: [[Int: AttributeValue]]) throws {
+    /// One binary COPY of every column of rows holding one value per property.
+    private static func copy(_ entity: EntityDescription, _ rows: [[AttributeValue]]) throws -> Step {
         let columns = entity.columnIndices
         let types = columns.map { SavePlan.columnType(entity, $0) }
         var buffer = PostgresBuffer(capacity: rows.count * (2 + columns.count * 16))
         var values = [AttributeValue](repeating: .null, count: columns.count)
         for row in rows {
-            for (position, index) in columns.enumerated() { values[position] = row[index] ?? entity.defaultValues[index] }
+            for (position, index) in columns.enumerated() { values[position] = row[index] }
             buffer.writeInteger(Int16(columns.count))
             try ValueCoding.writeCopyFields(values, types: types, into: &buffer)
         }
-        steps.append(.copy(columns: columns.map(entity.columnName(of:)), rows: buffer.bytes, count: rows.count))
+        return .copy(columns: columns.map(entity.columnName(of:)), rows: buffer.bytes, count: rows.count)
     }
 }
