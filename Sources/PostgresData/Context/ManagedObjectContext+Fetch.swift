@@ -68,8 +68,9 @@ extension ManagedObjectContext {
     static let fetchStreamBatchSize = 5_000
 
     private func fetchIDs<Result>(_ request: FetchRequest<Result>, entity: EntityDescription) throws -> [ManagedObjectID] {
-        if request.includesPendingChanges, try pendingObjects(of: entity, matching: request.predicate).changesResults {
-            return try fetchObjects(request, entity: entity, idsOnly: true).map(\.objectID)
+        let pending = request.includesPendingChanges ? try pendingObjects(of: entity, matching: request.predicate) : PendingObjects()
+        if pending.changesResults {
+            return try fetchObjects(request, entity: entity, idsOnly: true, pending: pending).map(\.objectID)
         }
         let (sql, bindings) = try request.sql(for: entity, columns: "t.\"id\"")
         let coordinator = persistentStoreCoordinator
@@ -77,8 +78,11 @@ extension ManagedObjectContext {
         return keys.map { ManagedObjectID(entity: entity, primaryKey: $0) }
     }
 
-    private func fetchObjects<Result>(_ request: FetchRequest<Result>, entity: EntityDescription, idsOnly: Bool) throws -> [ManagedObject] {
-        let pending = request.includesPendingChanges ? try pendingObjects(of: entity, matching: request.predicate) : PendingObjects()
+    /// Objects (or, with `idsOnly`, faults for IDs) of a request; `pending` when the caller
+    /// has already judged the unsaved objects.
+    private func fetchObjects<Result>(_ request: FetchRequest<Result>, entity: EntityDescription, idsOnly: Bool,
+                                      pending known: PendingObjects? = nil) throws -> [ManagedObject] {
+        let pending = try known ?? (request.includesPendingChanges ? pendingObjects(of: entity, matching: request.predicate) : PendingObjects())
         var storeRequest = request
         if pending.changesResults {
             // The window is cut after merging: ask for everything up to its end.

@@ -472,13 +472,14 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
         var cached: [(ManagedObjectID, RowSnapshot)] = []
         cached.reserveCapacity(rows.count)
         registered.reserve(rows.count)
+        var refreshed: [(ManagedObjectID, RowSnapshot)] = []
         let cache = persistentStoreCoordinator.rowCache
         for (key, snapshot) in rows {
             let id = ManagedObjectID(entity: entity, primaryKey: key)
             if let object = registered[id] {
                 if object.isFaultStorage && asFaults {
                     if object.holdsCacheReference {
-                        cache.update(CollectionOfOne((id, snapshot)))
+                        refreshed.append((id, snapshot))
                     } else {
                         cached.append((id, snapshot))
                         object.holdsCacheReference = true
@@ -509,6 +510,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
             objects.append(object)
         }
         cache.retain(cached)
+        if !refreshed.isEmpty { cache.update(refreshed) }
         return objects
     }
 }

@@ -183,7 +183,7 @@ struct PredicateEvaluator {
             return Operand(value: total, type: type.map { $0.isInteger ? .integer64 : $0 })
         case .avg:
             guard !values.isEmpty else { return Operand(value: .null, type: .double) }
-            let sum = values.reduce(0.0) { $0 + ($1.doubleValue ?? 0) }
+            let sum = values.reduce(0.0) { $0 + ($1.numericValue ?? 0) }
             return Operand(value: .double(sum / Double(values.count)), type: .double)
         case .min, .max:
             var best: AttributeValue = .null
@@ -226,7 +226,7 @@ struct PredicateEvaluator {
                 return .decimal(x / y)
             }
         }
-        guard let x = a.doubleValue, let y = b.doubleValue else {
+        guard let x = a.numericValue, let y = b.numericValue else {
             throw PostgresDataError.invalidRequest("cannot compute \(a.typeName) \(op.rawValue) \(b.typeName): arithmetic needs numbers")
         }
         switch op {
@@ -269,7 +269,7 @@ struct PredicateEvaluator {
             return y.primaryKey.map { compare(x, $0) }
         default:
             if a.isDecimal || b.isDecimal, let x = a.decimalValue, let y = b.decimalValue { return compare(x, y) }
-            if let x = a.doubleValue, let y = b.doubleValue { return compare(x, y) }
+            if let x = a.numericValue, let y = b.numericValue { return compare(x, y) }
             return nil
         }
     }
@@ -281,14 +281,7 @@ struct PredicateEvaluator {
             guard comparison.quantifier != .direct || comparison.op == .contains || comparison.op == .in else {
                 throw PostgresDataError.invalidRequest("\(key) goes through a to-many relationship: say ANY, ALL or NONE (ANY \(key) …)")
             }
-            var inner = comparison
-            inner.quantifier = .direct
-            if rest.isEmpty {
-                inner.left = .keyPath(["id"])
-                if comparison.op == .contains { inner.op = .equal }
-            } else {
-                inner.left = .keyPath(rest)
-            }
+            let inner = comparison.perElement(rest: rest)
             var matches = 0
             for related in objects where try self.comparison(inner, on: related) { matches += 1 }
             switch comparison.quantifier {
@@ -299,9 +292,7 @@ struct PredicateEvaluator {
         }
         if comparison.op == .in, case .keyPath(let path) = comparison.right,
            case .many(let objects, let rest, _) = try resolve(path, from: object) {
-            let inner = PredicateComparison(left: .keyPath(rest.isEmpty ? ["id"] : rest), op: .equal,
-                                            caseInsensitive: comparison.caseInsensitive,
-                                            diacriticInsensitive: comparison.diacriticInsensitive, right: comparison.left)
+            let inner = comparison.membership(rest: rest)
             for related in objects where try self.comparison(inner, on: related) { return true }
             return false
         }
@@ -440,16 +431,6 @@ extension AttributeValue {
     var isDecimal: Bool {
         if case .decimal = self { return true }
         return false
-    }
-
-    var doubleValue: Double? {
-        switch self {
-        case .integer(let value): Double(value)
-        case .double(let value): value
-        case .float(let value): Double(value)
-        case .decimal(let value): NSDecimalNumber(decimal: value).doubleValue
-        default: nil
-        }
     }
 
     var decimalValue: Decimal? {

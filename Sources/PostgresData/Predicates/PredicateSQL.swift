@@ -293,16 +293,7 @@ struct PredicateSQL {
                 throw PostgresDataError.invalidRequest("\(key) goes through a to-many relationship: say ANY, ALL or NONE (ANY \(key) …)")
             }
             let (from, destination, sub) = related(owner, alias: ownerAlias, index: index)
-            var inner = comparison
-            inner.quantifier = .direct
-            if rest.isEmpty {
-                // `ANY tags == %@` (an object) or `tags CONTAINS %@`.
-                inner.left = .keyPath(["id"])
-                if comparison.op == .contains { inner.op = .equal }
-            } else {
-                inner.left = .keyPath(rest)
-            }
-            let test = try self.comparison(inner, entity: destination, alias: sub)
+            let test = try self.comparison(comparison.perElement(rest: rest), entity: destination, alias: sub)
             switch comparison.quantifier {
             case .all: return "NOT EXISTS (SELECT 1 \(from) AND (\(test)) IS NOT TRUE)"
             case .none: return "NOT EXISTS (SELECT 1 \(from) AND (\(test)))"
@@ -313,10 +304,7 @@ struct PredicateSQL {
         if comparison.op == .in, case .keyPath(let path) = comparison.right,
            case .toMany(let owner, let ownerAlias, let index, let rest, _) = try resolve(path, entity: entity, alias: alias) {
             let (from, destination, sub) = related(owner, alias: ownerAlias, index: index)
-            let inner = PredicateComparison(left: .keyPath(rest.isEmpty ? ["id"] : rest), op: .equal,
-                                            caseInsensitive: comparison.caseInsensitive,
-                                            diacriticInsensitive: comparison.diacriticInsensitive, right: comparison.left)
-            return "EXISTS (SELECT 1 \(from) AND (\(try self.comparison(inner, entity: destination, alias: sub))))"
+            return "EXISTS (SELECT 1 \(from) AND (\(try self.comparison(comparison.membership(rest: rest), entity: destination, alias: sub))))"
         }
         let left = try operand(comparison.left, entity: entity, alias: alias, expected: nil, key: nil)
         switch comparison.op {

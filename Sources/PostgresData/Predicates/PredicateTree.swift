@@ -101,3 +101,26 @@ public indirect enum PredicateValue: Sendable, Hashable {
         case add = "+", subtract = "-", multiply = "*", divide = "/"
     }
 }
+
+extension PredicateComparison {
+    /// The comparison applied to each related object of a to-many left side (`ANY tags.label
+    /// == 'x'` → `label == 'x'`; `ANY tags == %@` and `tags CONTAINS %@` → `id == %@`). SQL
+    /// and in-memory evaluation quantify the same rewritten comparison.
+    func perElement(rest: [String]) -> PredicateComparison {
+        var inner = self
+        inner.quantifier = .direct
+        if rest.isEmpty {
+            inner.left = .keyPath(["id"])
+            if op == .contains { inner.op = .equal }
+        } else {
+            inner.left = .keyPath(rest)
+        }
+        return inner
+    }
+
+    /// `%@ IN tags` (membership in a to-many relationship) as a test on each related object.
+    func membership(rest: [String]) -> PredicateComparison {
+        PredicateComparison(left: .keyPath(rest.isEmpty ? ["id"] : rest), op: .equal, caseInsensitive: caseInsensitive,
+                            diacriticInsensitive: diacriticInsensitive, right: left)
+    }
+}
