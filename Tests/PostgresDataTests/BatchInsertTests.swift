@@ -71,14 +71,49 @@ import Testing
         #expect(try await context.execute(insert).count == 1_500)
         #expect(try await container.rawIntegers("SELECT count(*) FROM item WHERE notes IS NOT NULL") == [1])
         #expect(try await container.rawIntegers("SELECT sum(weight)::bigint FROM item") == [Int64((0..<1_500).reduce(0) { $0 + $1 % 1000 })])
+        // A row is checked as the handler returns it, so the request is refused at once.
         var calls = 0
-        let invalid = try BatchInsertRequest(entity: Item.self, managedObjectHandler: { item in
-            item.name = ""                                      // shorter than the minimum length
-            calls += 1
-            return calls > 1
-        })
-        let error = await captureDataError { _ = try await context.execute(invalid) }
-        #expect("\(error!)".contains("row 0: name"))
+        let invalid = await captureDataError {
+            _ = try BatchInsertRequest(entity: Item.self, managedObjectHandler: { item in
+                item.name = ""                                  // shorter than the minimum length
+                calls += 1
+                return calls > 1
+            })
+        }
+        #expect("\(invalid!)".contains("row 0: name has length 0, shorter than the minimum 1"))
+        #expect(try await container.rawIntegers("SELECT count(*) FROM item") == [1_500])
+    }
+
+    @Test func aManagedObjectHandlerCanReturnIDsAndUpsert() async throws {
+        let container = try await makeContainer()
+        let context = container.newBackgroundContext()
+        func products(_ skus: [String], price: Int) throws -> BatchInsertRequest {
+            var remaining = skus[...]
+            return try BatchInsertRequest(entity: Product.self, managedObjectHandler: { product in
+                guard let sku = remaining.popFirst() else { return true }
+                product.sku = sku
+                product.title = "title \(sku)"
+                product.price = price
+                return false
+            })
+        }
+        var first = try products(["A", "B", "C"], price: 1)
+        first.resultType = .objectIDs
+        let ids = try await context.execute(first).objectIDs
+        #expect(ids.count == 3 && Set(ids.compactMap(\.primaryKey)).count == 3)
+        #expect(try await container.rawIntegers("SELECT id FROM product ORDER BY id") == ids.compactMap(\.primaryKey).sorted())
+
+        var again = try products(["B", "C", "D"], price: 9)
+        let duplicate = await captureDataError { _ = try await context.execute(again) }
+        #expect(duplicate?.sqlState == "23505")
+        again.onConflict = .update()
+        again.resultType = .count
+        #expect(try await context.execute(again).count == 3)
+        #expect(try await container.rawIntegers("SELECT price::bigint FROM product ORDER BY sku") == [1, 9, 9, 9])
+        again.onConflict = .ignore
+        #expect(try await context.execute(again).count == 0)
+        // The staging table went with its transaction.
+        #expect(try await container.rawIntegers("SELECT count(*) FROM pg_class WHERE relname = 'postgres_data_batch_insert'") == [0])
     }
 
     @Test func badRowsAreRefusedBeforeSending() async throws {

@@ -198,11 +198,13 @@ extension PersistentStoreCoordinator {
                 var result = BatchInsertResult(resultType: resultType, count: 0, objectIDs: [])
                 for step in plan.steps {
                     switch step {
-                    case .copy(let columns, let rows, let count):
-                        _ = try await connection.copyRows(into: entity.tableName, columns: columns) { writer in
+                    case .execute(let sql):
+                        _ = try await connection.query(sql)
+                    case .copy(let table, let columns, let rows, let count):
+                        _ = try await connection.copyRows(into: table, columns: columns) { writer in
                             try writer.appendEncodedRows(rows, count: count)
                         }
-                        result.count += count
+                        if table == entity.tableName { result.count += count }
                     case .insert(let sql, let bindings, let returnsIDs):
                         let rows = try await connection.query(sql, bindings: bindings)
                         if returnsIDs {

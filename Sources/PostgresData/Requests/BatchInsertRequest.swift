@@ -46,8 +46,15 @@ public struct BatchInsertRequest: Sendable {
     public var contextsToMerge: [ManagedObjectContext] = []
     /// The rows, with values in their natural types (converted to the model's at execution).
     var rows: [[String: AttributeValue]] = []
-    /// Rows filled by a managed-object handler: one value per property, already typed.
-    var objectRows: [[AttributeValue]] = []
+    /// Rows filled by a managed-object handler, checked and encoded as binary COPY rows of
+    /// every column as the handler returned them.
+    var encodedRows: EncodedRows?
+
+    /// Binary COPY rows of every column of an entity (`entity.columnIndices` order).
+    struct EncodedRows: Sendable {
+        var bytes: [UInt8]
+        var count: Int
+    }
 
     /// Rows given as dictionaries of key to value (`Int`, `String`, `Date`, `ManagedObjectID`
     /// for a to-one relationship, nil, …).
@@ -103,11 +110,33 @@ public struct BatchInsertRequest: Sendable {
         let object = Entity(entity: description, insertInto: nil)
         object.isFaultStorage = false
         object.isInsertedStorage = true
+        let defaults = description.defaultValues
+        let columns = description.columnIndices
+        let types = columns.map { SavePlan.columnType(description, $0) }
+        let attributes = columns.map { description.properties[$0].attribute }
+        var buffer = PostgresBuffer(capacity: 1 << 16)
+        var count = 0
+        object.values = defaults
         while true {
-            object.values = description.defaultValues
+            // Reset in place: the object's storage stays unique, so no allocation per row.
+            object.values.withUnsafeMutableBufferPointer { values in
+                for index in values.indices { values[index] = defaults[index] }
+            }
             if handler(object) { break }
-            objectRows.append(object.values)
+            buffer.writeInteger(Int16(columns.count))
+            for (position, index) in columns.enumerated() {
+                let value = object.values[index]
+                if let attribute = attributes[position] {
+                    let broken = attribute.violations(of: value)
+                    guard broken.isEmpty else {
+                        throw PostgresDataError.invalidRequest("batch insert of \(description.name), row \(count): \(attribute.name) \(broken.joined(separator: "; ")); nothing was sent")
+                    }
+                }
+                try ValueCoding.writeField(value, as: types[position], into: &buffer)
+            }
+            count += 1
         }
+        encodedRows = EncodedRows(bytes: buffer.bytes, count: count)
     }
 
     private static func jsonValue(_ value: Any) -> (any Sendable)? {
@@ -125,17 +154,8 @@ public struct BatchInsertRequest: Sendable {
 
     /// The rows checked and converted to the entity's types, in one column order.
     func plan(for entity: EntityDescription) throws -> BatchInsertPlan {
-        if !objectRows.isEmpty {
-            for (position, row) in objectRows.enumerated() {
-                for index in entity.columnIndices {
-                    guard let attribute = entity.properties[index].attribute else { continue }
-                    let broken = attribute.violations(of: row[index])
-                    guard broken.isEmpty else {
-                        throw PostgresDataError.invalidRequest("batch insert of \(entity.name), row \(position): \(attribute.name) \(broken.joined(separator: "; ")); nothing was sent")
-                    }
-                }
-            }
-            return try BatchInsertPlan(entity: entity, objectRows: objectRows, request: self)
+        if let encodedRows {
+            return try BatchInsertPlan(entity: entity, encodedRows: encodedRows, request: self)
         }
         var converted: [[Int: AttributeValue]] = []
         converted.reserveCapacity(rows.count)
@@ -195,7 +215,8 @@ public struct BatchInsertRequest: Sendable {
 /// The statements of a batch insert.
 struct BatchInsertPlan: Sendable {
     enum Step: Sendable {
-        case copy(columns: [String], rows: [UInt8], count: Int)
+        case copy(table: String, columns: [String], rows: [UInt8], count: Int)
+        case execute(sql: String)
         case insert(sql: String, bindings: PostgresBindings, returnsIDs: Bool)
     }
 
@@ -205,14 +226,24 @@ struct BatchInsertPlan: Sendable {
         self.steps = steps
     }
 
-    /// Rows that hold every property: one COPY, or the general path with every key supplied.
-    init(entity: EntityDescription, objectRows: [[AttributeValue]], request: BatchInsertRequest) throws {
-        if request.resultType != .objectIDs, request.contextsToMerge.isEmpty, request.onConflict == .error {
-            self.init(steps: [try Self.copy(entity, objectRows)])
+    /// Rows already encoded for COPY: one COPY into the table, or, when IDs come back or
+    /// conflicts are handled, one COPY into a temporary table and one `INSERT … SELECT`
+    /// from it (every key is supplied, so an upsert updates every column).
+    init(entity: EntityDescription, encodedRows: BatchInsertRequest.EncodedRows, request: BatchInsertRequest) throws {
+        let columns = entity.columnIndices.map(entity.columnName(of:))
+        let wantIDs = request.resultType == .objectIDs || !request.contextsToMerge.isEmpty
+        if !wantIDs, request.onConflict == .error {
+            steps = [.copy(table: entity.tableName, columns: columns, rows: encodedRows.bytes, count: encodedRows.count)]
             return
         }
-        let rows = objectRows.map { row in Dictionary(uniqueKeysWithValues: entity.columnIndices.map { ($0, row[$0]) }) }
-        try self.init(entity: entity, rows: rows, request: request)
+        let staging = "postgres_data_batch_insert"
+        let definitions = entity.columnIndices.map { "\(quoteIdentifier(entity.columnName(of: $0))) \(SavePlan.columnType(entity, $0).sqlType)" }
+        steps = [
+            .execute(sql: "CREATE TEMPORARY TABLE \(quoteIdentifier(staging)) (\(definitions.joined(separator: ", "))) ON COMMIT DROP"),
+            .copy(table: staging, columns: columns, rows: encodedRows.bytes, count: encodedRows.count),
+        ]
+        let select = "SELECT * FROM \(quoteIdentifier(staging))"
+        steps.append(try Self.insert(entity, from: select, bindings: PostgresBindings(), suppliedKeys: entity.columnIndices, request: request))
     }
 
     init(entity: EntityDescription, rows: [[Int: AttributeValue]], request: BatchInsertRequest) throws {
@@ -231,11 +262,9 @@ struct BatchInsertPlan: Sendable {
             if groups[keys] == nil { order.append(keys) }
             groups[keys, default: []].append(row)
         }
-        let table = quoteIdentifier(entity.tableName)
         for keys in order {
             let group = groups[keys]!
-            // Every column is inserted (keys left out take the model's defaults); an upsert
-            // updates only the supplied ones.
+            // Every column is inserted (keys left out take the model's defaults).
             var bindings = PostgresBindings()
             var casts: [String] = []
             for index in entity.columnIndices {
@@ -243,28 +272,36 @@ struct BatchInsertPlan: Sendable {
                 try ValueCoding.appendArray(group.map { $0[index] ?? entity.defaultValues[index] }, of: type, to: &bindings)
                 casts.append("$\(bindings.count)::\(type.sqlType)[]")
             }
-            let columns = entity.columnIndices.map { quoteIdentifier(entity.columnName(of: $0)) }
-            var sql = "INSERT INTO \(table) (\(columns.joined(separator: ", "))) SELECT * FROM unnest(\(casts.joined(separator: ", ")))"
-            switch request.onConflict {
-            case .error: break
-            case .ignore: sql += " ON CONFLICT DO NOTHING"
-            case .update(let conflictKeys):
-                let target = try Self.conflictTarget(entity, conflictKeys)
-                let targetIndices = Set(target.map { entity.propertyIndex(named: $0)! })
-                let updates = keys.filter { !targetIndices.contains($0) }.map { index -> String in
-                    let column = quoteIdentifier(entity.columnName(of: index))
-                    return "\(column) = EXCLUDED.\(column)"
-                }
-                let targetColumns = target.map { quoteIdentifier(entity.columnName(of: entity.propertyIndex(named: $0)!)) }
-                sql += updates.isEmpty ? " ON CONFLICT DO NOTHING"
-                    : " ON CONFLICT (\(targetColumns.joined(separator: ", "))) DO UPDATE SET \(updates.joined(separator: ", "))"
-            }
-            if wantIDs {
-                steps.append(.insert(sql: sql + " RETURNING \"id\"", bindings: bindings, returnsIDs: true))
-            } else {
-                steps.append(.insert(sql: "WITH i AS (\(sql) RETURNING 1) SELECT count(*) FROM i", bindings: bindings, returnsIDs: false))
-            }
+            let select = "SELECT * FROM unnest(\(casts.joined(separator: ", ")))"
+            steps.append(try Self.insert(entity, from: select, bindings: bindings, suppliedKeys: keys, request: request))
         }
+    }
+
+    /// `INSERT INTO table (every column) <select>` with the request's conflict handling,
+    /// returning the new IDs or their count.
+    private static func insert(
+        _ entity: EntityDescription, from select: String, bindings: PostgresBindings, suppliedKeys keys: [Int], request: BatchInsertRequest
+    ) throws -> Step {
+        let columns = entity.columnIndices.map { quoteIdentifier(entity.columnName(of: $0)) }
+        var sql = "INSERT INTO \(quoteIdentifier(entity.tableName)) (\(columns.joined(separator: ", "))) \(select)"
+        switch request.onConflict {
+        case .error: break
+        case .ignore: sql += " ON CONFLICT DO NOTHING"
+        case .update(let conflictKeys):
+            let target = try conflictTarget(entity, conflictKeys)
+            let targetIndices = Set(target.map { entity.propertyIndex(named: $0)! })
+            let updates = keys.filter { !targetIndices.contains($0) }.map { index -> String in
+                let column = quoteIdentifier(entity.columnName(of: index))
+                return "\(column) = EXCLUDED.\(column)"
+            }
+            let targetColumns = target.map { quoteIdentifier(entity.columnName(of: entity.propertyIndex(named: $0)!)) }
+            sql += updates.isEmpty ? " ON CONFLICT DO NOTHING"
+                : " ON CONFLICT (\(targetColumns.joined(separator: ", "))) DO UPDATE SET \(updates.joined(separator: ", "))"
+        }
+        if request.resultType == .objectIDs || !request.contextsToMerge.isEmpty {
+            return .insert(sql: sql + " RETURNING \"id\"", bindings: bindings, returnsIDs: true)
+        }
+        return .insert(sql: "WITH i AS (\(sql) RETURNING 1) SELECT count(*) FROM i", bindings: bindings, returnsIDs: false)
     }
 
     /// The keys of the uniqueness constraint an upsert resolves conflicts on.
@@ -293,6 +330,6 @@ struct BatchInsertPlan: Sendable {
             buffer.writeInteger(Int16(columns.count))
             try ValueCoding.writeCopyFields(values, types: types, into: &buffer)
         }
-        return .copy(columns: columns.map(entity.columnName(of:)), rows: buffer.bytes, count: rows.count)
+        return .copy(table: entity.tableName, columns: columns.map(entity.columnName(of:)), rows: buffer.bytes, count: rows.count)
     }
 }

@@ -38,7 +38,7 @@ enum ValueCoding {
     }
 
     /// One length-prefixed value (-1 for NULL), as COPY rows and array elements hold them.
-    private static func writeField(_ value: AttributeValue, as type: AttributeType, into buffer: inout PostgresBuffer) throws {
+    static func writeField(_ value: AttributeValue, as type: AttributeType, into buffer: inout PostgresBuffer) throws {
         if value.isNull {
             buffer.writeInteger(Int32(-1))
             return
