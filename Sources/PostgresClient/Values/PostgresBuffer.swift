@@ -2,31 +2,47 @@
 ///
 /// One buffer holds all parameters of a statement (or all rows of a COPY chunk), so
 /// encoding a value appends to one array instead of allocating per value.
+///
+/// The writing methods are inlinable, so that encoding a row in another module runs no
+/// generic dispatch per value.
 public struct PostgresBuffer: Sendable {
-    public private(set) var bytes: [UInt8]
+    @usableFromInline var storage: [UInt8]
+
+    /// The bytes written so far.
+    public var bytes: [UInt8] { storage }
 
     public init(capacity: Int = 256) {
-        bytes = []
-        bytes.reserveCapacity(capacity)
+        storage = []
+        storage.reserveCapacity(capacity)
     }
 
-    public var count: Int { bytes.count }
+    @inlinable
+    public var count: Int { storage.count }
 
+    /// Writes an integer in network byte order.
+    @inlinable
     public mutating func writeInteger<T: FixedWidthInteger>(_ value: T) {
-        withUnsafeBytes(of: value.bigEndian) { bytes.append(contentsOf: $0) }
+        var shift = T.bitWidth - 8
+        while shift >= 0 {
+            storage.append(UInt8(truncatingIfNeeded: value >> shift))
+            shift -= 8
+        }
     }
 
+    @inlinable
     public mutating func writeBytes<S: Sequence>(_ data: S) where S.Element == UInt8 {
-        bytes.append(contentsOf: data)
+        storage.append(contentsOf: data)
     }
 
+    @inlinable
     public mutating func writeBytes(_ buffer: UnsafeRawBufferPointer) {
-        bytes.append(contentsOf: buffer)
+        storage.append(contentsOf: buffer)
     }
 
+    @inlinable
     public mutating func writeString(_ string: String) {
         var string = string
-        string.withUTF8 { bytes.append(contentsOf: $0) }
+        string.withUTF8 { storage.append(contentsOf: $0) }
     }
 
     /// Writes a value as COPY rows and array elements hold it: its length, then its bytes
@@ -42,26 +58,25 @@ public struct PostgresBuffer: Sendable {
     }
 
     /// Writes a 4-byte length placeholder and returns where it is, for ``finishLength(at:)``.
+    @inlinable
     package mutating func reserveLength() -> Int {
-        let at = bytes.count
-        bytes.append(contentsOf: [0, 0, 0, 0])
+        let at = storage.count
+        writeInteger(UInt32(0))
         return at
     }
 
     /// Fills in a placeholder from ``reserveLength()`` with the number of bytes written since.
+    @inlinable
     package mutating func finishLength(at position: Int) {
-        let length = UInt32(bytes.count - position - 4)
-        bytes[position] = UInt8(truncatingIfNeeded: length >> 24)
-        bytes[position + 1] = UInt8(truncatingIfNeeded: length >> 16)
-        bytes[position + 2] = UInt8(truncatingIfNeeded: length >> 8)
-        bytes[position + 3] = UInt8(truncatingIfNeeded: length)
+        let length = UInt32(storage.count - position - 4)
+        storage.withUnsafeMutableBytes { $0.storeBytes(of: length.bigEndian, toByteOffset: position, as: UInt32.self) }
     }
 
     mutating func removeAll(keepingCapacity: Bool) {
-        bytes.removeAll(keepingCapacity: keepingCapacity)
+        storage.removeAll(keepingCapacity: keepingCapacity)
     }
 
     mutating func withUnsafeMutableBytes<R>(_ body: (UnsafeMutableRawBufferPointer) throws -> R) rethrows -> R {
-        try bytes.withUnsafeMutableBytes(body)
+        try storage.withUnsafeMutableBytes(body)
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import PostgresClient
 
 /// A stored property of an entity: its name, type, optionality, default and constraints.
 ///
@@ -95,21 +96,40 @@ public struct AttributeDescription: Sendable, Hashable {
             if let minValue, number < minValue { problems.append("is \(number), below the minimum \(minValue)") }
             if let maxValue, number > maxValue { problems.append("is \(number), above the maximum \(maxValue)") }
         }
-        let length: Int? = switch value {
-        case .string(let string): string.count
-        case .data(let data): data.count
-        default: nil
+        if minLength != nil || maxLength != nil {
+            let length: Int? = switch value {
+            case .string(let string): string.count
+            case .data(let data): data.count
+            default: nil
+            }
+            if let length {
+                if let minLength, length < minLength { problems.append("has length \(length), shorter than the minimum \(minLength)") }
+                if let maxLength, length > maxLength { problems.append("has length \(length), longer than the maximum \(maxLength)") }
+            }
         }
-        if let length {
-            if let minLength, length < minLength { problems.append("has length \(length), shorter than the minimum \(minLength)") }
-            if let maxLength, length > maxLength { problems.append("has length \(length), longer than the maximum \(maxLength)") }
-        }
-        if let regularExpression, case .string(let string) = value {
-            let matches = (try? NSRegularExpression(pattern: "^(?:\(regularExpression))$"))
-                .map { $0.firstMatch(in: string, range: NSRange(string.startIndex..., in: string)) != nil } ?? true
-            if !matches { problems.append("\"\(string)\" does not match the pattern \(regularExpression)") }
+        if let regularExpression, case .string(let string) = value,
+           let expression = Self.wholeStringExpression(regularExpression),
+           expression.firstMatch(in: string, range: NSRange(string.startIndex..., in: string)) == nil {
+            problems.append("\"\(string)\" does not match the pattern \(regularExpression)")
         }
         return problems
+    }
+
+    /// True when values can break more than optionality and type: a range, a length or a
+    /// pattern is set.
+    var hasValueRules: Bool {
+        minValue != nil || maxValue != nil || minLength != nil || maxLength != nil || regularExpression != nil
+    }
+
+    private static let expressions = Locked<[String: NSRegularExpression]>([:])
+
+    /// The compiled `^(?:pattern)$` of a regular-expression rule (nil when it does not
+    /// compile: the model check reports that), compiled once per pattern.
+    private static func wholeStringExpression(_ pattern: String) -> NSRegularExpression? {
+        if let cached = expressions.withLock({ $0[pattern] }) { return cached }
+        guard let expression = try? NSRegularExpression(pattern: "^(?:\(pattern))$") else { return nil }
+        expressions.withLock { $0[pattern] = expression }
+        return expression
     }
 }
 

@@ -113,7 +113,11 @@ public struct BatchInsertRequest: Sendable {
         let defaults = description.defaultValues
         let columns = description.columnIndices
         let types = columns.map { SavePlan.columnType(description, $0) }
-        let attributes = columns.map { description.properties[$0].attribute }
+        // Per column: its attribute's optionality and type, and whether it has rules beyond
+        // them; relationships (nil) cannot be set through this object.
+        let checks = columns.map { index in
+            description.properties[index].attribute.map { (isOptional: $0.isOptional, type: $0.attributeType, hasRules: $0.hasValueRules) }
+        }
         var buffer = PostgresBuffer(capacity: 1 << 16)
         var count = 0
         object.values = defaults
@@ -126,7 +130,9 @@ public struct BatchInsertRequest: Sendable {
             buffer.writeInteger(Int16(columns.count))
             for (position, index) in columns.enumerated() {
                 let value = object.values[index]
-                if let attribute = attributes[position] {
+                if let check = checks[position],
+                   check.hasRules || (value.isNull ? !check.isOptional : !value.fits(check.type)),
+                   let attribute = description.properties[index].attribute {
                     let broken = attribute.violations(of: value)
                     guard broken.isEmpty else {
                         throw PostgresDataError.invalidRequest("batch insert of \(description.name), row \(count): \(attribute.name) \(broken.joined(separator: "; ")); nothing was sent")
