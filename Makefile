@@ -1,7 +1,7 @@
 # The two commands of the README. Each installs what is missing (scripts/bootstrap.sh) and,
 # when DATABASE_URL is not set, starts a throwaway PostgreSQL of its own.
 
-.PHONY: demo test build clean
+.PHONY: demo test build docs clean
 
 demo:
 	@scripts/bootstrap.sh
@@ -15,6 +15,16 @@ test:
 build:
 	@scripts/bootstrap.sh
 	swift build
+
+# Checks the DocC catalogue's links against the symbols (docc from the toolchain; a separate
+# build directory, since symbol graphs change the compiler flags).
+docs:
+	swift build --scratch-path .build-docs --target PostgresData \
+		-Xswiftc -emit-symbol-graph -Xswiftc -emit-symbol-graph-dir -Xswiftc .build-docs/symbol-graphs
+	mkdir -p .build-docs/graphs && cp .build-docs/symbol-graphs/PostgresData.symbols.json .build-docs/symbol-graphs/PostgresData@*.json .build-docs/graphs/
+	docc convert Sources/PostgresData/Documentation.docc --additional-symbol-graph-dir .build-docs/graphs \
+		--fallback-display-name PostgresData --fallback-bundle-identifier PostgresData \
+		--output-path .build-docs/PostgresData.doccarchive --analyze --warnings-as-errors
 
 clean:
 	rm -rf .build .build-*
