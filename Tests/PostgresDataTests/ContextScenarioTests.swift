@@ -185,6 +185,52 @@ import Testing
         _ = holder
     }
 
+    @Test func objectsFetchedWithValuesKeepTheirRowsToThemselves() async throws {
+        let container = try await makeContainer()
+        let coordinator = container.persistentStoreCoordinator
+        let itemID = try await container.performBackgroundTask { context in
+            let item = Item(context: context)
+            item.name = "kept"
+            try context.save()
+            return item.objectID
+        }
+        let holder = container.newBackgroundContext()
+        try await holder.perform { () throws in
+            var request = FetchRequest<Item>()
+            request.returnsObjectsAsFaults = false
+            let items = try holder.fetch(request)
+            #expect(items.count == 1 && !items[0].isFault && items[0].name == "kept")
+        }
+        // No row-cache entry: another context's fault reads the row from the database.
+        let context = container.newBackgroundContext()
+        try await context.perform { () throws in
+            let start = coordinator.requestCount
+            let item = context.object(with: itemID) as! Item
+            #expect(item.name == "kept")
+            #expect(coordinator.requestCount == start + 1)
+        }
+        _ = holder
+    }
+
+    @Test func objectsMadeOutsideAContextGetTheirOwnIDsWhenInserted() async throws {
+        let container = try await makeContainer()
+        let context = container.newBackgroundContext()
+        try await context.perform { () throws in
+            let entity = Item.entity()
+            let first = Item(entity: entity, insertInto: nil)
+            let second = Item(entity: entity, insertInto: nil)
+            first.name = "first"
+            second.name = "second"
+            context.insert(first)
+            context.insert(second)
+            #expect(first.objectID != second.objectID && first.objectID.isTemporaryID && second.objectID.isTemporaryID)
+            #expect(context.insertedObjects.count == 2)
+            try context.save()
+            #expect(first.objectID.primaryKey != nil && second.objectID.primaryKey != nil)
+        }
+        #expect(try await container.rawIntegers("SELECT count(*) FROM item") == [2])
+    }
+
     @Test func childContextEditsGoIntoTheParentThenTheStore() async throws {
         let container = try await makeContainer()
         let parent = container.newBackgroundContext()

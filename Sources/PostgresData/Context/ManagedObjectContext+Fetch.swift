@@ -104,7 +104,8 @@ extension ManagedObjectContext {
                 try await coordinator.streamSnapshots(sql: sql, bindings: bindings, entity: entity,
                                                       batchSize: Self.fetchStreamBatchSize, into: channel)
             }, consume: { rows in
-                registered.append(contentsOf: register(rows, entity: entity, asFaults: request.returnsObjectsAsFaults))
+                registered.append(contentsOf: register(rows, entity: entity, asFaults: request.returnsObjectsAsFaults,
+                                                       sharesRows: request.returnsObjectsAsFaults))
             })
             objects = registered
         }

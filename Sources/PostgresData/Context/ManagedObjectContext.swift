@@ -195,7 +195,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     public func object(with objectID: ManagedObjectID) -> ManagedObject {
         assertOnQueue()
         if let object = registered[objectID] { return object }
-        let object = objectID.entity.managedObjectClass.init(entity: objectID.entity, insertInto: nil)
+        let object = ManagedObject.makeFault(of: objectID.entity)
         object.objectID = objectID
         object.managedObjectContext = self
         registered[objectID] = object
@@ -232,6 +232,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
             object.isDeletedStorage = false
             return
         }
+        if object.objectID.isUnassigned { object.objectID = .temporary(for: object.entity) }
         guard registered[object.objectID] == nil else { return }
         if object.values.isEmpty { object.values = object.entity.defaultValues }
         object.isFaultStorage = false
@@ -466,14 +467,23 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
 
     /// Registers fetched rows: new objects for unknown IDs, fresh values for faults; objects
     /// already holding values keep them (and their unsaved changes).
-    func register(_ rows: [(Int64, RowSnapshot)], entity: EntityDescription, asFaults: Bool = false) -> [ManagedObject] {
+    ///
+    /// Faults (`asFaults`) find their rows in the row cache; with `sharesRows` false, objects
+    /// filled here hold their rows themselves and the row cache is not touched.
+    func register(_ rows: [(Int64, RowSnapshot)], entity: EntityDescription, asFaults: Bool = false,
+                  sharesRows: Bool = true) -> [ManagedObject] {
+        let shares = sharesRows || asFaults
         var objects: [ManagedObject] = []
         objects.reserveCapacity(rows.count)
         var cached: [(ManagedObjectID, RowSnapshot)] = []
-        cached.reserveCapacity(rows.count)
+        if shares { cached.reserveCapacity(rows.count) }
+        // The identity map is worked on as a local (moved out and back: no copy), which spares
+        // a dynamic exclusivity check per access.
+        var registered = self.registered
+        self.registered = [:]
+        defer { self.registered = registered }
         registered.reserve(rows.count)
         var refreshed: [(ManagedObjectID, RowSnapshot)] = []
-        let cache = persistentStoreCoordinator.rowCache
         for (key, snapshot) in rows {
             let id = ManagedObjectID(entity: entity, primaryKey: key)
             if let object = registered[id] {
@@ -488,7 +498,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
                     object.values = snapshot.values
                     object.snapshot = snapshot
                     object.isFaultStorage = false
-                    if !object.holdsCacheReference {
+                    if shares && !object.holdsCacheReference {
                         cached.append((id, snapshot))
                         object.holdsCacheReference = true
                     }
@@ -496,7 +506,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
                 objects.append(object)
                 continue
             }
-            let object = entity.managedObjectClass.init(entity: entity, insertInto: nil)
+            let object = ManagedObject.makeFault(of: entity)
             object.objectID = id
             object.managedObjectContext = self
             if !asFaults {
@@ -504,12 +514,15 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
                 object.snapshot = snapshot
                 object.isFaultStorage = false
             }
-            object.holdsCacheReference = true
-            cached.append((id, snapshot))
+            if shares {
+                object.holdsCacheReference = true
+                cached.append((id, snapshot))
+            }
             registered[id] = object
             objects.append(object)
         }
-        cache.retain(cached)
+        let cache = persistentStoreCoordinator.rowCache
+        if !cached.isEmpty { cache.retain(cached) }
         if !refreshed.isEmpty { cache.update(refreshed) }
         return objects
     }

@@ -66,7 +66,13 @@ public final class EntityDescription: @unchecked Sendable, Hashable, CustomStrin
         self.attributeRules = properties.enumerated().compactMap { index, property in
             property.attribute.map { (index, AttributeRule($0)) }
         }
+        Self.created.withLock { $0.append(self) }
     }
+
+    /// Every description ever made: descriptions are immortal, so that IDs and objects can
+    /// refer to theirs without reference counting (a model is small and lives as long as
+    /// the process in practice).
+    private static let created = Locked<[EntityDescription]>([])
 
     /// The attributes, in declaration order.
     public var attributes: [AttributeDescription] { properties.compactMap(\.attribute) }

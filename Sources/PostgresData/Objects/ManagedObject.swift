@@ -17,7 +17,7 @@ import Foundation
 /// They are deliberately not `Sendable`.
 open class ManagedObject: Hashable, CustomStringConvertible {
     /// The entity of the object.
-    public let entity: EntityDescription
+    public unowned(unsafe) let entity: EntityDescription
     /// The object's ID: temporary until saved, then the row's primary key.
     public internal(set) var objectID: ManagedObjectID
     /// The context the object lives in; nil once it was removed from it.
@@ -42,17 +42,28 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     /// The batch of a batched fetch this object is filled with, if any.
     var faultingBatch: FaultingBatch?
 
-    /// Inserts a new object of `entity` into `context` (or makes an unregistered one when nil).
+    /// Inserts a new object of `entity` into `context`, or, when `context` is nil, makes one
+    /// that no context knows yet (with the model's default values), to insert later with
+    /// ``ManagedObjectContext/insert(_:)``.
     ///
     /// Core Data equivalent: `init(entity:insertInto:)`.
     public required init(entity: EntityDescription, insertInto context: ManagedObjectContext?) {
         self.entity = entity
-        self.objectID = ManagedObjectID.temporary(for: entity)
-        if let context {
-            values = entity.defaultValues
-            isFaultStorage = false
-            context.insert(self)
-        }
+        // An object outside any context gets a temporary number when it is inserted; fetched
+        // objects get their row's ID at once, and so never draw one.
+        self.objectID = context == nil ? .unassigned(for: entity) : .temporary(for: entity)
+        values = entity.defaultValues
+        isFaultStorage = false
+        context?.insert(self)
+    }
+
+    /// A fault for a row, not registered anywhere yet: the context that makes it sets its ID
+    /// and registers it.
+    static func makeFault(of entity: EntityDescription) -> ManagedObject {
+        let object = entity.managedObjectClass.init(entity: entity, insertInto: nil)
+        object.values = []
+        object.isFaultStorage = true
+        return object
     }
 
     /// Inserts a new object of this class's entity into `context`.

@@ -14,8 +14,9 @@ import Synchronization
 /// let team = otherContext.object(with: teamID)     // a fault in another, no query yet
 /// ```
 public struct ManagedObjectID: Sendable, Hashable, CustomStringConvertible {
-    /// The entity of the object.
-    public let entity: EntityDescription
+    /// The entity of the object. (Entity descriptions are immortal: IDs, copied and hashed
+    /// by the million, refer to theirs without reference counting.)
+    public unowned(unsafe) let entity: EntityDescription
     /// The primary key for a permanent ID; a process-unique number for a temporary one.
     let key: Int64
     /// True until the object is saved (or given a permanent ID).
@@ -34,6 +35,14 @@ public struct ManagedObjectID: Sendable, Hashable, CustomStringConvertible {
     }
 
     private static let temporaryCounter = Atomic<Int64>(0)
+
+    /// The ID of an object not in any context yet: temporary, number 0. A context gives it a
+    /// number of its own when the object is inserted; fetched objects get their row's ID.
+    static func unassigned(for entity: EntityDescription) -> ManagedObjectID {
+        ManagedObjectID(temporaryFor: entity, number: 0)
+    }
+
+    var isUnassigned: Bool { isTemporaryID && key == 0 }
 
     static func temporary(for entity: EntityDescription) -> ManagedObjectID {
         let number = temporaryCounter.add(1, ordering: .relaxed).newValue

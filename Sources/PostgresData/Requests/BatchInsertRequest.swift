@@ -108,7 +108,6 @@ public struct BatchInsertRequest: Sendable {
         }
         self.entityName = description.name
         let object = Entity(entity: description, insertInto: nil)
-        object.isFaultStorage = false
         object.isInsertedStorage = true
         let defaults = description.defaultValues
         let columns = description.columnIndices

@@ -53,8 +53,11 @@ public struct FetchRequest<Result>: Sendable {
     /// objects are fetched with the results: one query per relationship, never one per object.
     public var relationshipKeyPathsForPrefetching: [String] = []
     /// When true (the default, as in Core Data) fetched objects are faults whose rows wait in
-    /// the coordinator's row cache, so the first access costs no query; when false they hold
-    /// their values at once.
+    /// the coordinator's row cache, so the first access costs no query, and other contexts
+    /// faulting the same rows read them there too. When false the objects hold their values
+    /// at once and keep their rows to themselves (no row-cache entry per row: the cheaper way
+    /// to fetch many objects you will read anyway); other contexts read those rows from the
+    /// database.
     public var returnsObjectsAsFaults = true
     /// When false, only IDs are read and objects are plain faults (one query when used).
     public var includesPropertyValues = true
