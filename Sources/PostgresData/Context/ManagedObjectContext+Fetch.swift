@@ -83,12 +83,7 @@ extension ManagedObjectContext {
     private func fetchObjects<Result>(_ request: FetchRequest<Result>, entity: EntityDescription, idsOnly: Bool,
                                       pending known: PendingObjects? = nil) throws -> [ManagedObject] {
         let pending = try known ?? (request.includesPendingChanges ? pendingObjects(of: entity, matching: request.predicate) : PendingObjects())
-        var storeRequest = request
-        if pending.changesResults {
-            // The window is cut after merging: ask for everything up to its end.
-            storeRequest.fetchOffset = 0
-            storeRequest.fetchLimit = request.fetchLimit > 0 ? request.fetchOffset + request.fetchLimit : 0
-        }
+        let storeRequest = Self.storeRequest(request, pending: pending)
         let coordinator = persistentStoreCoordinator
         var objects: [ManagedObject]
         if idsOnly || request.fetchBatchSize > 0 || !request.includesPropertyValues {
@@ -109,12 +104,7 @@ extension ManagedObjectContext {
             })
             objects = registered
         }
-        if pending.changesResults {
-            objects = try merge(pending.matching, into: objects, sortedBy: request.sortDescriptors)
-            let start = min(request.fetchOffset, objects.count)
-            let end = request.fetchLimit > 0 ? min(objects.count, start + request.fetchLimit) : objects.count
-            objects = Array(objects[start..<end])
-        }
+        objects = try merging(pending, into: objects, for: request)
         guard !idsOnly else { return objects }
         if request.fetchBatchSize > 0 {
             var start = 0
@@ -129,6 +119,26 @@ extension ManagedObjectContext {
             try prefetch(request.relationshipKeyPathsForPrefetching, for: objects, entity: entity)
         }
         return objects
+    }
+
+    /// The request the store runs: with pending changes, the window (offset, limit) is cut
+    /// after merging, so the store is asked for everything up to its end.
+    static func storeRequest<Result>(_ request: FetchRequest<Result>, pending: PendingObjects) -> FetchRequest<Result> {
+        var storeRequest = request
+        if pending.changesResults {
+            storeRequest.fetchOffset = 0
+            storeRequest.fetchLimit = request.fetchLimit > 0 ? request.fetchOffset + request.fetchLimit : 0
+        }
+        return storeRequest
+    }
+
+    /// The store's objects with the pending ones merged in sort order, cut to the request's window.
+    func merging<Result>(_ pending: PendingObjects, into objects: [ManagedObject], for request: FetchRequest<Result>) throws -> [ManagedObject] {
+        guard pending.changesResults else { return objects }
+        let merged = try merge(pending.matching, into: objects, sortedBy: request.sortDescriptors)
+        let start = min(request.fetchOffset, merged.count)
+        let end = request.fetchLimit > 0 ? min(merged.count, start + request.fetchLimit) : merged.count
+        return Array(merged[start..<end])
     }
 
     /// The unsaved objects of an entity a fetch must judge in memory.

@@ -1,0 +1,186 @@
+import PostgresClient
+
+extension ManagedObjectContext {
+    /// Starts an asynchronous fetch and returns at once; call it on the context's queue.
+    ///
+    /// Core Data equivalent: `execute(_:)` with an `NSAsynchronousFetchRequest`. The rows come
+    /// through a server-side cursor, `fetchBatchSize` at a time; each batch is registered in
+    /// this context by a block of its own on the context's queue, so other `perform` blocks
+    /// run between batches and the context can be edited meanwhile. Unsaved changes are
+    /// reflected in the final result as in ``fetch(_:)``, judged when the fetch starts.
+    public func execute<Result>(_ request: AsynchronousFetchRequest<Result>) throws -> AsynchronousFetchResult<Result> {
+        assertOnQueue()
+        let fetch = try CursorFetch(request.fetchRequest, in: self)
+        let result = AsynchronousFetchResult(fetchRequest: request.fetchRequest, context: self)
+        let coordinator = persistentStoreCoordinator
+        let collected = CollectedObjects()
+        let task = Task {
+            do {
+                try await coordinator.cursorFetch(
+                    sql: fetch.sql, bindings: fetch.bindings, batchSize: request.batchSize,
+                    estimate: request.resultCountEstimate, overlapping: true, decode: fetch.decode,
+                    estimated: { count in await self.perform { result.setEstimate(count) } },
+                    deliver: { batch in
+                        await self.perform {
+                            let objects = fetch.register(batch, in: self)
+                            collected.objects.append(contentsOf: objects)
+                            let update = result.advance(by: objects.count)
+                            request.progressHandler?(update)
+                        }
+                    })
+                try Task.checkCancellation()
+                await self.perform {
+                    let outcome = Swift.Result { try fetch.finalResults(collected.objects, in: self) as [Result] }
+                    collected.objects = []
+                    let update = result.finish(outcome)
+                    if case .success = outcome { request.progressHandler?(update) }
+                    request.completionBlock?(result)
+                }
+            } catch {
+                let failure = Self.cancellationAware(error)
+                await self.perform {
+                    collected.objects = []
+                    _ = result.finish(.failure(failure))
+                    request.completionBlock?(result)
+                }
+            }
+        }
+        result.attach(task)
+        return result
+    }
+
+    /// Walks the results of `request` batch by batch through a server-side cursor, with
+    /// back-pressure: the next `FETCH` is sent only when `body` has returned, so memory holds
+    /// one batch whatever the size of the result.
+    ///
+    /// `body` runs on the context's queue with each batch's objects (or IDs). With
+    /// `releasingObjects` (the default), the batch's objects that have no unsaved changes
+    /// leave the context after `body`, so an export of 10,000,000 rows runs in constant
+    /// memory: keep IDs, not objects, beyond the block. Cancelling the calling task cancels
+    /// the statement on the server. Unsaved changes of the context are not merged in.
+    ///
+    /// No Core Data equivalent: Core Data's batched fetches keep every row's ID and every
+    /// touched object.
+    public func enumerateBatches<Result>(
+        of request: FetchRequest<Result>, releasingObjects: Bool = true,
+        _ body: @escaping @Sendable ([Result]) throws -> Void
+    ) async throws {
+        var unmerged = request
+        unmerged.includesPendingChanges = false
+        let storeRequest = unmerged
+        let fetch = try await perform { () throws in try CursorFetch(storeRequest, in: self) }
+        let batchSize = request.fetchBatchSize > 0 ? request.fetchBatchSize : AsynchronousFetchRequest<Result>.defaultBatchSize
+        do {
+            try await persistentStoreCoordinator.cursorFetch(
+                sql: fetch.sql, bindings: fetch.bindings, batchSize: batchSize, estimate: .none, overlapping: false,
+                decode: fetch.decode, estimated: { _ in },
+                deliver: { batch in
+                    try await self.perform { () throws in
+                        let objects = fetch.register(batch, in: self)
+                        defer { if releasingObjects { self.release(objects) } }
+                        try body(try fetch.finalResults(objects, in: self))
+                    }
+                })
+        } catch {
+            throw Self.cancellationAware(error)
+        }
+    }
+
+    /// Takes objects without unsaved changes out of the context (their row-cache references
+    /// go too), so a long walk through a result holds only the current batch.
+    private func release(_ objects: [ManagedObject]) {
+        var released: [ManagedObjectID] = []
+        for object in objects where !object.hasChanges && registered[object.objectID] === object {
+            registered[object.objectID] = nil
+            if object.holdsCacheReference {
+                object.holdsCacheReference = false
+                released.append(object.objectID)
+            }
+            object.faultingBatch = nil
+            object.managedObjectContext = nil
+        }
+        if !released.isEmpty { persistentStoreCoordinator.rowCache.release(released) }
+    }
+
+    /// A cancelled task's error as a database cancellation (SQLSTATE 57014), whichever
+    /// point of the fetch it reached.
+    static func cancellationAware(_ error: any Error) -> any Error {
+        guard error is CancellationError else { return error }
+        return PostgresDataError.database(PostgresError(.canceled, message: "the fetch was canceled", sqlState: .queryCanceled))
+    }
+}
+
+/// Objects registered by the batches of an asynchronous fetch; touched on the context's
+/// queue only.
+private final class CollectedObjects: @unchecked Sendable {
+    var objects: [ManagedObject] = []
+}
+
+/// The statement of a cursor fetch and how its rows become results, planned on the
+/// context's queue when the fetch starts.
+struct CursorFetch<Result>: @unchecked Sendable {
+    /// Decoded rows of one `FETCH`: keys, or keys with snapshots.
+    enum Batch: Sendable {
+        case keys([Int64])
+        case rows([(Int64, RowSnapshot)])
+    }
+
+    let entity: EntityDescription
+    let request: FetchRequest<Result>
+    let idsOnly: Bool
+    let sql: String
+    let bindings: PostgresBindings
+    // Context objects: read on the context's queue only.
+    private let pending: ManagedObjectContext.PendingObjects
+
+    init(_ request: FetchRequest<Result>, in context: ManagedObjectContext) throws {
+        let entity = try context.entity(named: request.entityName)
+        switch request.resultType {
+        case .managedObject where entity.managedObjectClass is Result.Type || Result.self == ManagedObject.self:
+            idsOnly = !request.includesPropertyValues
+        case .managedObjectID where Result.self == ManagedObjectID.self:
+            idsOnly = true
+        default:
+            throw PostgresDataError.invalidRequest("an asynchronous or batched fetch returns objects or object IDs of \(entity.name), not \(Result.self) (\(request.resultType)); use fetch(_:) for dictionaries and counts")
+        }
+        self.entity = entity
+        self.request = request
+        pending = request.includesPendingChanges ? try context.pendingObjects(of: entity, matching: request.predicate)
+            : ManagedObjectContext.PendingObjects()
+        let storeRequest = ManagedObjectContext.storeRequest(request, pending: pending)
+        let columns = idsOnly ? "t.\"id\"" : PersistentStoreCoordinator.selectList(entity)
+        (sql, bindings) = try storeRequest.sql(for: entity, columns: columns, excluding: pending.excludedKeys)
+    }
+
+    /// Decodes one `FETCH`'s rows, off the context.
+    var decode: @Sendable (QueryResult) throws -> Batch {
+        let entity = entity
+        let idsOnly = idsOnly
+        return { result in
+            if idsOnly { return .keys(try result.map { try $0.decode(Int64.self, at: 0) }) }
+            let decoder = SnapshotDecoder(entity: entity, result: result)
+            var rows: [(Int64, RowSnapshot)] = []
+            rows.reserveCapacity(result.count)
+            for row in result { rows.append(try decoder.decode(row)) }
+            return .rows(rows)
+        }
+    }
+
+    /// Registers a batch in the context (on its queue); its objects, in the store's order.
+    func register(_ batch: Batch, in context: ManagedObjectContext) -> [ManagedObject] {
+        switch batch {
+        case .keys(let keys):
+            return keys.map { context.object(with: ManagedObjectID(entity: entity, primaryKey: $0)) }
+        case .rows(let rows):
+            return context.register(rows, entity: entity, asFaults: request.returnsObjectsAsFaults,
+                                    sharesRows: request.returnsObjectsAsFaults)
+        }
+    }
+
+    /// The results: the store's objects with the pending ones merged in, as `Result`s.
+    func finalResults(_ objects: [ManagedObject], in context: ManagedObjectContext) throws -> [Result] {
+        let merged = try context.merging(pending, into: objects, for: request)
+        if Result.self == ManagedObjectID.self { return unsafeBitCast(merged.map(\.objectID), to: [Result].self) }
+        return unsafeBitCast(merged, to: [Result].self)
+    }
+}

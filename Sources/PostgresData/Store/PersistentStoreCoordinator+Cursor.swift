@@ -1,0 +1,74 @@
+import Foundation
+import PostgresClient
+
+/// How an asynchronous fetch learns its total before the first batch.
+///
+/// Core Data's asynchronous fetches report indeterminate progress; PostgreSQL can say more.
+public enum ResultCountEstimate: Sendable, Hashable {
+    /// No total: progress is indeterminate until the fetch ends (the default, as in Core Data).
+    case none
+    /// The planner's estimate (`EXPLAIN`): free, and as good as the table's statistics.
+    case plannerEstimate
+    /// `SELECT count(*)` of the same query in the same snapshot: exact, at the price of
+    /// running the query's scan once more.
+    case exact
+}
+
+extension PersistentStoreCoordinator {
+    /// Runs `sql` through a server-side cursor (`DECLARE … NO SCROLL CURSOR`, then
+    /// `FETCH FORWARD batchSize`) in a read-only, repeatable-read transaction on a pooled
+    /// connection of its own. Each batch is decoded here, off the context, and handed to
+    /// `deliver`; the next `FETCH` is sent when `deliver` returns, or, with `overlapping`,
+    /// while the previous batch is still being delivered (at most two batches in memory).
+    ///
+    /// Cancelling the calling task sends `PQcancel` for the statement in flight; the
+    /// transaction is rolled back and the connection returns to the pool healthy.
+    func cursorFetch<Batch: Sendable>(
+        sql: String, bindings: PostgresBindings, batchSize: Int, estimate: ResultCountEstimate, overlapping: Bool,
+        decode: @escaping @Sendable (QueryResult) throws -> Batch,
+        estimated: @escaping @Sendable (Int) async -> Void,
+        deliver: @escaping @Sendable (Batch) async throws -> Void
+    ) async throws {
+        try await withConnection { connection in
+            try await connection.withTransaction(TransactionOptions(isolation: .repeatableRead, readOnly: true)) { connection in
+                switch estimate {
+                case .none: break
+                case .exact:
+                    let rows = try await connection.query("SELECT count(*) FROM (\(sql)) AS q", bindings: bindings)
+                    await estimated(Int(try rows[0].decode(Int64.self, at: 0)))
+                case .plannerEstimate:
+                    let rows = try await connection.query("EXPLAIN (FORMAT JSON) \(sql)", bindings: bindings,
+                                                          options: QueryOptions(resultFormat: .text))
+                    if let count = Self.plannedRows(try rows[0].decode(String.self, at: 0)) { await estimated(count) }
+                }
+                var delivering: Task<Void, any Error>?
+                do {
+                    for try await result in connection.stream(sql, bindings: bindings, mode: .cursor(batchSize: batchSize)) {
+                        let batch = try decode(result)
+                        try await delivering?.value
+                        if overlapping {
+                            delivering = Task { try await deliver(batch) }
+                        } else {
+                            try await deliver(batch)
+                        }
+                    }
+                    try await delivering?.value
+                } catch {
+                    // A delivery still running must end before the transaction does.
+                    delivering?.cancel()
+                    _ = try? await delivering?.value
+                    throw error
+                }
+                try Task.checkCancellation()
+            }
+        }
+    }
+
+    /// The top plan node's row estimate from `EXPLAIN (FORMAT JSON)`.
+    static func plannedRows(_ json: String) -> Int? {
+        guard let plans = try? JSONSerialization.jsonObject(with: Data(json.utf8)) as? [[String: Any]],
+              let plan = plans.first?["Plan"] as? [String: Any],
+              let rows = plan["Plan Rows"] as? NSNumber else { return nil }
+        return rows.intValue
+    }
+}

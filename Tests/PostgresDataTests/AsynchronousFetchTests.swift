@@ -1,0 +1,211 @@
+import Foundation
+import PostgresClient
+import PostgresData
+import Testing
+
+/// Asynchronous fetches and batch walks: server-side cursors, progress per batch,
+/// cancellation that reaches the server.
+@Suite struct AsynchronousFetchTests {
+    /// `count` items named "Item N", created a second apart, inserted in reverse order so
+    /// that sorting by `createdAt` is not the table's order.
+    private func seed(_ container: PersistentContainer, count: Int) async throws {
+        try await container.rawExecute("""
+            INSERT INTO item (name, created_at, done, weight)
+            SELECT 'Item ' || g, timestamptz '2026-01-01 00:00:00+00' + g * interval '1 second', g % 2 = 0, g % 1000
+            FROM generate_series(\(count), 1, -1) AS g
+            """)
+    }
+
+    private func sortedByCreation() -> FetchRequest<Item> {
+        var request = FetchRequest<Item>(sortDescriptors: [FetchSortDescriptor(key: "createdAt")])
+        request.fetchBatchSize = 10_000
+        return request
+    }
+
+    @Test func aMillionItemsArriveInBatchesWithProgressAndOtherWorkBetween() async throws {
+        let container = try await makeContainer()
+        try await seed(container, count: 1_000_000)
+        let context = container.newBackgroundContext()
+        let counts = Locked<[Int]>([])
+        let completion = Locked<(count: Int, ordered: Bool, named: Bool)?>(nil)
+        var asynchronous = AsynchronousFetchRequest(fetchRequest: sortedByCreation()) { result in
+            let items = result.finalResult ?? []
+            let ordered = zip(items, items.dropFirst()).allSatisfy { $0.createdAt < $1.createdAt }
+            completion.withLock { $0 = (items.count, ordered, items.first?.name == "Item 1" && items.last?.name == "Item 1000000") }
+        }
+        asynchronous.progressHandler = { update in
+            if !update.isFinished { counts.withLock { $0.append(update.rowCount) } }
+        }
+        let request = asynchronous
+        let result = try await context.perform { () throws in try context.execute(request) }
+        // Another block runs on the context's queue while the fetch is under way.
+        var updates = result.progressUpdates().makeAsyncIterator()
+        _ = await updates.next()
+        let between = await context.perform { (result.isFinished, Int(result.progress.completedUnitCount)) }
+        #expect(!between.0 && between.1 < 1_000_000)
+        try await result.wait()
+
+        let reported = counts.withLock { $0 }
+        #expect(reported.count == 100)
+        #expect(reported == (1...100).map { $0 * 10_000 })
+        let seen = try #require(completion.withLock { $0 })
+        #expect(seen.count == 1_000_000 && seen.ordered && seen.named)
+        #expect(result.progress.completedUnitCount == 1_000_000 && result.progress.totalUnitCount == 1_000_000)
+        #expect(result.operationError == nil && result.estimatedResultCount == nil)
+    }
+
+    @Test func totalsCanBeEstimatedOrCountedFirst() async throws {
+        let container = try await makeContainer()
+        try await seed(container, count: 20_000)
+        try await container.rawExecute("ANALYZE item")
+        let context = container.newBackgroundContext()
+        for (estimate, expected) in [(ResultCountEstimate.exact, 10_000...10_000), (.plannerEstimate, 5_000...15_000)] {
+            var request = sortedByCreation()
+            request.predicate = try FetchPredicate(format: "done == YES")
+            var asynchronous = AsynchronousFetchRequest(fetchRequest: request)
+            asynchronous.resultCountEstimate = estimate
+            let started = asynchronous
+            let result = try await context.perform { () throws in try context.execute(started) }
+            try await result.wait()
+            let estimated = try #require(result.estimatedResultCount)
+            #expect(expected.contains(estimated), "\(estimate): \(estimated)")
+            let count = await context.perform { result.finalResult?.count }
+            #expect(count == 10_000)
+        }
+    }
+
+    @Test func cancelAfterTheThirdBatchDeliversNoResultAndLeavesTheConnectionHealthy() async throws {
+        let container = try await makeContainer()
+        try await seed(container, count: 100_000)
+        let context = container.newBackgroundContext()
+        let holder = Locked<AsynchronousFetchResult<Item>?>(nil)
+        let completed = Locked<(error: PostgresDataError?, final: Int?)?>(nil)
+        var asynchronous = AsynchronousFetchRequest(fetchRequest: sortedByCreation()) { result in
+            completed.withLock { $0 = (result.operationError as? PostgresDataError, result.finalResult?.count) }
+        }
+        asynchronous.progressHandler = { update in
+            if update.batchCount == 3 { holder.withLock { $0 }?.cancel() }
+        }
+        let request = asynchronous
+        let result = try await context.perform { () throws in
+            let result = try context.execute(request)
+            holder.withLock { $0 = result }
+            return result
+        }
+        await #expect(throws: PostgresDataError.self) { try await result.wait() }
+        let outcome = try #require(completed.withLock { $0 })
+        #expect(outcome.error?.sqlState == "57014" && outcome.final == nil)
+        #expect(result.finalResult == nil && result.progress.completedUnitCount >= 30_000)
+        #expect(result.progress.completedUnitCount < 100_000)
+        // A cancel after the end does nothing.
+        result.cancel()
+        #expect((result.operationError as? PostgresDataError)?.sqlState == "57014")
+        // The pool serves the next query; no session is left inside a transaction.
+        let count = try await context.perform { () throws in try context.count(for: FetchRequest<Item>()) }
+        #expect(count == 100_000)
+        #expect(try await container.rawIntegers("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND state LIKE 'idle in transaction%'") == [0])
+    }
+
+    @Test func cancellingAFetchStuckOnTheServerEndsItAtOnce() async throws {
+        let container = try await makeContainer()
+        try await seed(container, count: 1_000)
+        // Another session holds the table: the cursor's statement waits on the server.
+        let blocker = try await Connection.connect(container.persistentStoreCoordinator.connectionPool.configuration)
+        try await blocker.execute(script: "BEGIN; LOCK TABLE item IN ACCESS EXCLUSIVE MODE")
+        let context = container.newBackgroundContext()
+        let result = try await context.perform { () throws in try context.execute(AsynchronousFetchRequest(fetchRequest: sortedByCreation())) }
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(!result.isFinished)
+        let start = ContinuousClock.now
+        result.progress.cancel()
+        await #expect(throws: PostgresDataError.self) { try await result.wait() }
+        let latency = ContinuousClock.now - start
+        #expect(latency < .milliseconds(300), "cancel took \(latency)")
+        #expect((result.operationError as? PostgresDataError)?.sqlState == "57014")
+        try await blocker.execute(script: "ROLLBACK")
+        await blocker.close()
+    }
+
+    @Test func cancellingTheWaitingTaskCancelsTheFetch() async throws {
+        let container = try await makeContainer()
+        try await seed(container, count: 1_000)
+        let blocker = try await Connection.connect(container.persistentStoreCoordinator.connectionPool.configuration)
+        try await blocker.execute(script: "BEGIN; LOCK TABLE item IN ACCESS EXCLUSIVE MODE")
+        let context = container.newBackgroundContext()
+        let result = try await context.perform { () throws in try context.execute(AsynchronousFetchRequest(fetchRequest: sortedByCreation())) }
+        let waiter = Task { try await result.wait() }
+        try await Task.sleep(for: .milliseconds(200))
+        waiter.cancel()
+        await #expect(throws: PostgresDataError.self) { try await waiter.value }
+        #expect((result.operationError as? PostgresDataError)?.sqlState == "57014" && result.finalResult == nil)
+        try await blocker.execute(script: "ROLLBACK")
+        await blocker.close()
+    }
+
+    @Test func errorsInsideTheCursorBecomeTheOperationError() async throws {
+        let container = try await makeContainer()
+        try await seed(container, count: 1_000)
+        let context = container.newBackgroundContext()
+        var request = sortedByCreation()
+        request.predicate = try FetchPredicate(format: "weight / (weight - weight) > 1")
+        let failing = request
+        let result = try await context.perform { () throws in try context.execute(AsynchronousFetchRequest(fetchRequest: failing)) }
+        await #expect(throws: PostgresDataError.self) { try await result.wait() }
+        #expect((result.operationError as? PostgresDataError)?.sqlState == "22012" && result.finalResult == nil)
+        // Dictionaries and counts are refused at once.
+        #expect(throws: PostgresDataError.self) {
+            try context.performAndWait { () throws in
+                _ = try context.execute(AsynchronousFetchRequest(fetchRequest: FetchRequest<[String: AttributeValue]>(entityName: "Item")))
+            }
+        }
+    }
+
+    @Test func pendingChangesAreReflectedAndIDsCanBeFetched() async throws {
+        let container = try await makeContainer()
+        try await seed(container, count: 50)
+        let context = container.newBackgroundContext()
+        var request = FetchRequest<Item>(predicate: try FetchPredicate(format: "name BEGINSWITH 'Item 1'"), sortDescriptors: [FetchSortDescriptor(key: "name")])
+        request.fetchBatchSize = 4
+        let batched = request
+        let result = try await context.perform { () throws in
+            let inserted = Item(context: context)
+            inserted.name = "Item 100 (unsaved)"
+            return try context.execute(AsynchronousFetchRequest(fetchRequest: batched))
+        }
+        try await result.wait()
+        let names = await context.perform { result.finalResult?.map { $0.name } ?? [] }
+        // Item 1, 10…19 from the store, the unsaved one merged in name order.
+        #expect(names == ["Item 1", "Item 10", "Item 100 (unsaved)", "Item 11", "Item 12", "Item 13", "Item 14", "Item 15", "Item 16", "Item 17", "Item 18", "Item 19"])
+        let ids = try await context.perform { () throws in
+            try context.execute(AsynchronousFetchRequest(fetchRequest: FetchRequest<ManagedObjectID>(entityName: "Item")))
+        }
+        try await ids.wait()
+        #expect(ids.finalResult?.count == 51)
+    }
+
+    @Test func walkingBatchesHoldsOneBatchAtATime() async throws {
+        let container = try await makeContainer()
+        try await seed(container, count: 25_000)
+        let context = container.newBackgroundContext()
+        var walk = sortedByCreation()
+        walk.returnsObjectsAsFaults = false
+        let request = walk
+        let walked = Locked<(batches: Int, rows: Int, registeredMax: Int, lastName: String?)>((0, 0, 0, nil))
+        try await context.enumerateBatches(of: request) { items in
+            let registered = context.registeredObjects.count
+            walked.withLock { $0 = ($0.batches + 1, $0.rows + items.count, max($0.registeredMax, registered), items.last?.name) }
+        }
+        let seen = walked.withLock { $0 }
+        #expect(seen.batches == 3 && seen.rows == 25_000 && seen.lastName == "Item 25000")
+        #expect(seen.registeredMax == 10_000)
+        #expect(await context.perform { context.registeredObjects.count } == 0)
+        // Cancelling the walking task stops it on the server.
+        let walker = Task {
+            try await context.enumerateBatches(of: request) { _ in Thread.sleep(forTimeInterval: 0.05) }
+        }
+        try await Task.sleep(for: .milliseconds(20))
+        walker.cancel()
+        let error = await captureDataError { try await walker.value }
+        #expect(error?.sqlState == "57014")
+    }
+}
