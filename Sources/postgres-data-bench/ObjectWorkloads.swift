@@ -10,6 +10,12 @@ final class BenchItem: ManagedObject {
     var weight: Int32 = 0
 }
 
+/// Rows counted on a context's queue.
+final class Counter: @unchecked Sendable {
+    private(set) var value = 0
+    func add(_ count: Int) { value += count }
+}
+
 /// Objects fetched untimed before a measured save.
 final class FetchedObjects: @unchecked Sendable {
     var context: ManagedObjectContext?
@@ -68,6 +74,29 @@ func makeObjectWorkloads(container: PersistentContainer, client connection: Conn
         fetchWorkload("W2 fetch \(rows.formatted()) as dictionaries") { context in
             try context.fetch(FetchRequest<[String: AttributeValue]>(entityName: "BenchItem")).count
         },
+        Workload(name: "W3 asynchronous fetch \(rows.formatted()), batches of 10,000", prepare: fullTable, client: {
+            let context = container.newBackgroundContext()
+            var request = FetchRequest<BenchItem>()
+            request.fetchBatchSize = 10_000
+            let asynchronous = AsynchronousFetchRequest(fetchRequest: request)
+            let result = try await context.perform { () throws in try context.execute(asynchronous) }
+            try await result.wait()
+            precondition(result.progress.completedUnitCount == Int64(rows))
+            fetched.context = context
+        }, raw: {
+            try rawCursorStructs(raw, rows: rows)
+        }),
+        Workload(name: "W3 walk \(rows.formatted()) in batches of 10,000, released", prepare: fullTable, client: {
+            let context = container.newBackgroundContext()
+            var request = FetchRequest<BenchItem>()
+            request.fetchBatchSize = 10_000
+            request.returnsObjectsAsFaults = false
+            let walked = Counter()
+            try await context.enumerateBatches(of: request) { items in walked.add(items.count) }
+            precondition(walked.value == rows)
+        }, raw: {
+            try rawCursorStructs(raw, rows: rows)
+        }),
         Workload(name: "W4 batch update \(rows.formatted()), IDs returned", prepare: fullTable, client: {
             var update = BatchUpdateRequest(entity: BenchItem.self, propertiesToUpdate: ["weight": try .expression("weight + 1")])
             update.resultType = .updatedObjectIDs

@@ -72,24 +72,7 @@ func makeWorkloads(client connection: Connection, raw: RawConnection, rows: Int)
             }
             precondition(count == rows)
         }, raw: {
-            try raw.exec("BEGIN READ ONLY")
-            try raw.exec("DECLARE c NO SCROLL CURSOR FOR \(selectAll)")
-            var count = 0
-            var weights = 0
-            while true {
-                let result = try raw.execBinary("FETCH FORWARD 10000 FROM c")
-                let batch = PQntuples(result)
-                for row in 0..<batch {
-                    let item = rawItem(result, row)
-                    weights &+= Int(item.weight)
-                }
-                count += Int(batch)
-                PQclear(result)
-                if batch < 10_000 { break }
-            }
-            try raw.exec("CLOSE c")
-            try raw.exec("COMMIT")
-            precondition(count == rows)
+            try rawCursorStructs(raw, rows: rows)
         }),
         Workload(name: "update \(rows.formatted()) rows RETURNING id", prepare: loadOnce, client: {
             let result = try await connection.query("UPDATE items SET weight = weight + 1 RETURNING id")
@@ -136,6 +119,29 @@ func rawFetchStructs(_ raw: RawConnection, rows: Int) throws {
     items.reserveCapacity(Int(count))
     for row in 0..<count { items.append(rawItem(result, row)) }
     precondition(items.count == rows)
+}
+
+/// The raw baseline of cursor streams: `DECLARE`, then `FETCH FORWARD 10000` in binary
+/// into structs until the cursor is exhausted.
+func rawCursorStructs(_ raw: RawConnection, rows: Int) throws {
+    try raw.exec("BEGIN READ ONLY")
+    try raw.exec("DECLARE c NO SCROLL CURSOR FOR \(selectAll)")
+    var count = 0
+    var weights = 0
+    while true {
+        let result = try raw.execBinary("FETCH FORWARD 10000 FROM c")
+        let batch = PQntuples(result)
+        for row in 0..<batch {
+            let item = rawItem(result, row)
+            weights &+= Int(item.weight)
+        }
+        count += Int(batch)
+        PQclear(result)
+        if batch < 10_000 { break }
+    }
+    try raw.exec("CLOSE c")
+    try raw.exec("COMMIT")
+    precondition(count == rows)
 }
 
 /// Binary COPY written byte by byte, as hand-written libpq code would.

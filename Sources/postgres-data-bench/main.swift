@@ -161,12 +161,34 @@ for _ in 0..<cancelRuns {
     rawLatencies.append(milliseconds(erroredAt! - clock.requestedAt))
     try raw.exec("SELECT 42")
 }
+// The same for an asynchronous fetch whose statement waits on the server (the table is
+// locked by another session): from cancel() to the end of wait().
+var fetchLatencies: [Double] = []
+for _ in 0..<cancelRuns {
+    try await connection.execute(script: "BEGIN; LOCK TABLE items IN ACCESS EXCLUSIVE MODE")
+    let context = container.newBackgroundContext()
+    let result = try await context.perform { () throws in
+        try context.execute(AsynchronousFetchRequest(fetchRequest: FetchRequest<BenchItem>()))
+    }
+    try await Task.sleep(for: .milliseconds(50))
+    let requested = ContinuousClock.now
+    result.cancel()
+    do {
+        try await result.wait()
+        throw BenchmarkError("PostgresData: the asynchronous fetch was not cancelled")
+    } catch let error as PostgresDataError where error.sqlState == "57014" {
+        fetchLatencies.append(milliseconds(ContinuousClock.now - requested))
+    }
+    try await connection.execute(script: "ROLLBACK")
+}
 func percentile99(_ values: [Double]) -> Double {
     let sorted = values.sorted()
     return sorted[min(sorted.count - 1, Int((0.99 * Double(sorted.count)).rounded(.up)) - 1)]
 }
 for (label, client, rawValue) in [("cancel pg_sleep: median latency", median(clientLatencies), median(rawLatencies)),
-                                  ("cancel pg_sleep: p99 latency", percentile99(clientLatencies), percentile99(rawLatencies))] {
+                                  ("cancel pg_sleep: p99 latency", percentile99(clientLatencies), percentile99(rawLatencies)),
+                                  ("W5 cancel asynchronous fetch: median", median(fetchLatencies), median(rawLatencies)),
+                                  ("W5 cancel asynchronous fetch: p99", percentile99(fetchLatencies), percentile99(rawLatencies))] {
     let row = Row(workload: "\(label) (\(cancelRuns) runs)", clientMilliseconds: client, rawMilliseconds: rawValue,
                   ratio: client / rawValue, clientPeakMiB: 0, rawPeakMiB: 0)
     report.append(row)

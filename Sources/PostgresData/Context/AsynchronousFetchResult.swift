@@ -139,8 +139,9 @@ public final class AsynchronousFetchResult<Result>: @unchecked Sendable {
         return update
     }
 
-    /// Ends the fetch with its results or error; returns the last update.
-    func finish(_ outcome: Swift.Result<[Result], any Error>) -> FetchProgressUpdate {
+    /// Ends the fetch with its results or error; `then` (the request's handlers) runs with the
+    /// last update before waiters and progress sequences hear of the end.
+    func finish(_ outcome: Swift.Result<[Result], any Error>, then: (FetchProgressUpdate) -> Void) {
         let (update, subscribers, waiters) = state.withLock { state in
             switch outcome {
             case .success(let results): state.finalResult = results
@@ -160,11 +161,11 @@ public final class AsynchronousFetchResult<Result>: @unchecked Sendable {
             progress.totalUnitCount = Int64(update.rowCount)
             progress.completedUnitCount = Int64(update.rowCount)
         }
+        then(update)
         for continuation in subscribers {
             continuation.yield(update)
             continuation.finish()
         }
         for waiter in waiters { waiter.resume() }
-        return update
     }
 }

@@ -32,16 +32,16 @@ extension ManagedObjectContext {
                 await self.perform {
                     let outcome = Swift.Result { try fetch.finalResults(collected.objects, in: self) as [Result] }
                     collected.objects = []
-                    let update = result.finish(outcome)
-                    if case .success = outcome { request.progressHandler?(update) }
-                    request.completionBlock?(result)
+                    result.finish(outcome) { update in
+                        if case .success = outcome { request.progressHandler?(update) }
+                        request.completionBlock?(result)
+                    }
                 }
             } catch {
                 let failure = Self.cancellationAware(error)
                 await self.perform {
                     collected.objects = []
-                    _ = result.finish(.failure(failure))
-                    request.completionBlock?(result)
+                    result.finish(.failure(failure)) { _ in request.completionBlock?(result) }
                 }
             }
         }
