@@ -1,9 +1,8 @@
 /// A fetch that runs in the background through a server-side cursor, reporting progress
 /// after every batch, cancellable on the server.
 ///
-/// Core Data equivalent: `NSAsynchronousFetchRequest`. Execute it with
-/// ``ManagedObjectContext/execute(_:)-(AsynchronousFetchRequest<Result>)`` on the context's
-/// queue; the call returns at once with an ``AsynchronousFetchResult``, the rows arrive
+/// Core Data equivalent: `NSAsynchronousFetchRequest`. Execute it with the context's
+/// `execute(_:)`, on the context's queue; the call returns at once with an ``AsynchronousFetchResult``, the rows arrive
 /// `fetchBatchSize` at a time (registered in the context between other work), and
 /// `completionBlock` runs on the context's queue when the fetch ends.
 ///
