@@ -1,11 +1,16 @@
 import Foundation
 import PostgresClient
+import PostgresDataTesting
 import Testing
 
 @Suite("Streaming large results in batches with bounded memory")
 struct StreamingTests {
     /// 1,000,000 rows of ~400 bytes (≈ 400 MB if held at once) through a cursor.
     @Test func cursorStreamsAMillionRowsInBoundedMemory() async throws {
+        try await MemoryIntensiveTests.exclusively { try await streamAMillionRows() }
+    }
+
+    private func streamAMillionRows() async throws {
         try await withConnection { connection async throws in
             let before = residentMemory()
             var peak = before

@@ -1,6 +1,7 @@
 import Foundation
 import PostgresClient
 import PostgresData
+import PostgresDataTesting
 import Testing
 
 /// Asynchronous fetches and batch walks: server-side cursors, progress per batch,
@@ -23,6 +24,10 @@ import Testing
     }
 
     @Test func aMillionItemsArriveInBatchesWithProgressAndOtherWorkBetween() async throws {
+        try await MemoryIntensiveTests.exclusively { try await fetchAMillionItems() }
+    }
+
+    private func fetchAMillionItems() async throws {
         let container = try await makeContainer()
         try await seed(container, count: 1_000_000)
         let context = container.newBackgroundContext()
@@ -116,12 +121,12 @@ import Testing
         let result = try await context.perform { () throws in try context.execute(AsynchronousFetchRequest(fetchRequest: sortedByCreation())) }
         try await Task.sleep(for: .milliseconds(300))
         #expect(!result.isFinished)
-        let start = ContinuousClock.now
+        // The fetch ends while the lock is still held: the cancel reached the server (the
+        // latency itself is measured by the benchmark, W5).
         result.progress.cancel()
         await #expect(throws: PostgresDataError.self) { try await result.wait() }
-        let latency = ContinuousClock.now - start
-        #expect(latency < .milliseconds(300), "cancel took \(latency)")
         #expect((result.operationError as? PostgresDataError)?.sqlState == "57014")
+        #expect(await blocker.transactionStatus == .inTransaction)
         try await blocker.execute(script: "ROLLBACK")
         await blocker.close()
     }
