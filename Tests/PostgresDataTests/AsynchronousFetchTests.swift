@@ -111,14 +111,21 @@ import Testing
         #expect(try await container.rawIntegers("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND state LIKE 'idle in transaction%'") == [0])
     }
 
-    @Test func cancellingAFetchStuckOnTheServerEndsItAtOnce() async throws {
+    /// An asynchronous fetch whose statement waits on the server: another session (returned,
+    /// to roll back) holds the table locked.
+    private func fetchStuckOnTheServer() async throws -> (AsynchronousFetchResult<Item>, Connection) {
         let container = try await makeContainer()
         try await seed(container, count: 1_000)
-        // Another session holds the table: the cursor's statement waits on the server.
         let blocker = try await Connection.connect(container.persistentStoreCoordinator.connectionPool.configuration)
         try await blocker.execute(script: "BEGIN; LOCK TABLE item IN ACCESS EXCLUSIVE MODE")
         let context = container.newBackgroundContext()
-        let result = try await context.perform { () throws in try context.execute(AsynchronousFetchRequest(fetchRequest: sortedByCreation())) }
+        let request = sortedByCreation()
+        let result = try await context.perform { () throws in try context.execute(AsynchronousFetchRequest(fetchRequest: request)) }
+        return (result, blocker)
+    }
+
+    @Test func cancellingAFetchStuckOnTheServerEndsItAtOnce() async throws {
+        let (result, blocker) = try await fetchStuckOnTheServer()
         try await Task.sleep(for: .milliseconds(300))
         #expect(!result.isFinished)
         // The fetch ends while the lock is still held: the cancel reached the server (the
@@ -132,12 +139,7 @@ import Testing
     }
 
     @Test func cancellingTheWaitingTaskCancelsTheFetch() async throws {
-        let container = try await makeContainer()
-        try await seed(container, count: 1_000)
-        let blocker = try await Connection.connect(container.persistentStoreCoordinator.connectionPool.configuration)
-        try await blocker.execute(script: "BEGIN; LOCK TABLE item IN ACCESS EXCLUSIVE MODE")
-        let context = container.newBackgroundContext()
-        let result = try await context.perform { () throws in try context.execute(AsynchronousFetchRequest(fetchRequest: sortedByCreation())) }
+        let (result, blocker) = try await fetchStuckOnTheServer()
         let waiter = Task { try await result.wait() }
         try await Task.sleep(for: .milliseconds(200))
         waiter.cancel()
