@@ -158,11 +158,7 @@ struct CursorFetch<Result>: @unchecked Sendable {
         let idsOnly = idsOnly
         return { result in
             if idsOnly { return .keys(try result.map { try $0.decode(Int64.self, at: 0) }) }
-            let decoder = SnapshotDecoder(entity: entity, result: result)
-            var rows: [(Int64, RowSnapshot)] = []
-            rows.reserveCapacity(result.count)
-            for row in result { rows.append(try decoder.decode(row)) }
-            return .rows(rows)
+            return .rows(try SnapshotDecoder.snapshots(of: result, entity: entity))
         }
     }
 

@@ -200,11 +200,11 @@ extension PersistentStoreCoordinator {
                     switch step {
                     case .execute(let sql):
                         _ = try await connection.query(sql)
-                    case .copy(let table, let columns, let rows, let count):
+                    case .copy(let table, let columns, let rows, let count, let isStaging):
                         _ = try await connection.copyRows(into: table, columns: columns) { writer in
                             try writer.appendEncodedRows(rows, count: count)
                         }
-                        if table == entity.tableName { result.count += count }
+                        if !isStaging { result.count += count }
                     case .insert(let sql, let bindings, let returnsIDs):
                         let rows = try await connection.query(sql, bindings: bindings)
                         if returnsIDs {

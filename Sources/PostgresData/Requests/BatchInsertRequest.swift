@@ -220,7 +220,8 @@ public struct BatchInsertRequest: Sendable {
 /// The statements of a batch insert.
 struct BatchInsertPlan: Sendable {
     enum Step: Sendable {
-        case copy(table: String, columns: [String], rows: [UInt8], count: Int)
+        /// Rows copied into `table`: the entity's (counted in the result) or a staging table.
+        case copy(table: String, columns: [String], rows: [UInt8], count: Int, isStaging: Bool = false)
         case execute(sql: String)
         case insert(sql: String, bindings: PostgresBindings, returnsIDs: Bool)
     }
@@ -245,7 +246,7 @@ struct BatchInsertPlan: Sendable {
         let definitions = entity.columnIndices.map { "\(quoteIdentifier(entity.columnName(of: $0))) \(SavePlan.columnType(entity, $0).sqlType)" }
         steps = [
             .execute(sql: "CREATE TEMPORARY TABLE \(quoteIdentifier(staging)) (\(definitions.joined(separator: ", "))) ON COMMIT DROP"),
-            .copy(table: staging, columns: columns, rows: encodedRows.bytes, count: encodedRows.count),
+            .copy(table: staging, columns: columns, rows: encodedRows.bytes, count: encodedRows.count, isStaging: true),
         ]
         let select = "SELECT * FROM \(quoteIdentifier(staging))"
         steps.append(try Self.insert(entity, from: select, bindings: PostgresBindings(), suppliedKeys: entity.columnIndices, request: request))

@@ -63,12 +63,7 @@ extension PersistentStoreCoordinator {
     /// Rows of a fetch request, in its order.
     func fetchSnapshots(sql: String, bindings: PostgresBindings, entity: EntityDescription) async throws -> [(Int64, RowSnapshot)] {
         try await withConnection { connection in
-            let result = try await connection.query(sql, bindings: bindings)
-            let decoder = SnapshotDecoder(entity: entity, result: result)
-            var rows: [(Int64, RowSnapshot)] = []
-            rows.reserveCapacity(result.count)
-            for row in result { rows.append(try decoder.decode(row)) }
-            return rows
+            try SnapshotDecoder.snapshots(of: try await connection.query(sql, bindings: bindings), entity: entity)
         }
     }
 
@@ -79,11 +74,7 @@ extension PersistentStoreCoordinator {
         try await withConnection { connection in
             for try await result in connection.stream(sql, bindings: bindings, mode: .singleRow(batchSize: batchSize)) {
                 guard !channel.isStopped else { continue }
-                let decoder = SnapshotDecoder(entity: entity, result: result)
-                var rows: [(Int64, RowSnapshot)] = []
-                rows.reserveCapacity(result.count)
-                for row in result { rows.append(try decoder.decode(row)) }
-                channel.send(rows)
+                channel.send(try SnapshotDecoder.snapshots(of: result, entity: entity))
             }
         }
     }

@@ -59,6 +59,15 @@ struct SnapshotDecoder {
         }
     }
 
+    /// Every row of `result`, each with its key.
+    static func snapshots(of result: QueryResult, entity: EntityDescription) throws -> [(Int64, RowSnapshot)] {
+        let decoder = SnapshotDecoder(entity: entity, result: result)
+        var rows: [(Int64, RowSnapshot)] = []
+        rows.reserveCapacity(result.count)
+        for row in result { rows.append(try decoder.decode(row)) }
+        return rows
+    }
+
     func decode(_ row: Row) throws -> (Int64, RowSnapshot) {
         guard fast else { return try PersistentStoreCoordinator.decodeSnapshot(row, entity: entity) }
         let key = try row.decode(Int64.self, at: 0)
