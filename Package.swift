@@ -8,7 +8,9 @@ let package = Package(
     products: [
         .library(name: "PostgresClient", targets: ["PostgresClient"]),
         .library(name: "PostgresData", targets: ["PostgresData"]),
+        .library(name: "PostgresMigrations", targets: ["PostgresMigrations"]),
         .library(name: "PostgresDataTesting", targets: ["PostgresDataTesting"]),
+        .executable(name: "postgres-data", targets: ["postgres-data"]),
         .executable(name: "postgres-data-demo", targets: ["postgres-data-demo"]),
         .executable(name: "postgres-data-bench", targets: ["postgres-data-bench"]),
     ],
@@ -16,6 +18,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-collections.git", from: "1.6.0"),
         .package(url: "https://github.com/swiftlang/swift-syntax.git", from: "603.0.1"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
     ],
     targets: [
         .systemLibrary(
@@ -49,6 +52,17 @@ let package = Package(
             ]
         ),
         .target(
+            name: "PostgresMigrations",
+            dependencies: ["PostgresClient", "PostgresData"]
+        ),
+        .executableTarget(
+            name: "postgres-data",
+            dependencies: [
+                "PostgresMigrations", "PostgresClient", "PostgresData",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        .target(
             name: "PostgresDataTesting",
             dependencies: ["PostgresClient", "CLibPQ"]
         ),
@@ -67,6 +81,10 @@ let package = Package(
         .testTarget(
             name: "PostgresDataTests",
             dependencies: ["PostgresData", "PostgresClient", "PostgresDataTesting"]
+        ),
+        .testTarget(
+            name: "PostgresMigrationsTests",
+            dependencies: ["PostgresMigrations", "PostgresData", "PostgresClient", "PostgresDataTesting"]
         ),
         .testTarget(
             name: "PostgresDataMacrosTests",

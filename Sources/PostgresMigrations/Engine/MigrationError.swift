@@ -1,0 +1,106 @@
+import Foundation
+import PostgresClient
+
+/// Why the migration tool refused to run or stopped, with what to do about it.
+///
+/// Every case names the file (and line, when there is one); server errors keep the
+/// ``PostgresError`` with its SQLSTATE, message, detail and hint.
+public enum MigrationError: Error, Sendable, CustomStringConvertible {
+    /// A file in the migrations folder cannot be read as a migration.
+    case invalidFile(file: String, line: Int?, message: String)
+    /// Two files have the same version.
+    case duplicateVersion(MigrationVersion, files: [String])
+    /// An applied migration's file changed since it was applied.
+    case edited(file: String, version: MigrationVersion, recorded: MigrationChecksum, current: MigrationChecksum)
+    /// Pending migrations have lower versions than one already applied.
+    case outOfOrder(files: [String], highestApplied: MigrationVersion)
+    /// `--to` names a version that no file and no history row has.
+    case unknownVersion(String)
+    /// `down` on a migration without a `-- migrate:down` section.
+    case noDownSection(file: String)
+    /// A statement failed; the migration was rolled back (or, outside a transaction, stopped after the statements before it).
+    case statementFailed(file: String, line: Int, statement: String, underlying: PostgresError)
+    /// A statement waited longer than `lock_timeout` for a lock on every attempt.
+    case lockTimeout(file: String, line: Int, attempts: Int, blockers: [LockBlocker], underlying: PostgresError)
+    /// Another runner held the migration lock longer than the runner was willing to wait.
+    case migrationLockTimeout(waited: Duration, holder: LockBlocker?)
+    /// `CREATE INDEX CONCURRENTLY` (or `REINDEX CONCURRENTLY`) left an invalid index; it was dropped.
+    case invalidIndex(file: String, line: Int, indexes: [String], underlying: PostgresError?)
+    /// `BEGIN`, `COMMIT` or `ROLLBACK` in a migration the runner wraps in a transaction.
+    case transactionControl(file: String, line: Int)
+    /// `baseline` on a database whose history already has migrations.
+    case baselineRefused(String)
+    /// The database could not be reached or a bookkeeping query failed.
+    case database(PostgresError)
+
+    public var description: String {
+        switch self {
+        case .invalidFile(let file, let line, let message):
+            return "\(location(file, line)): \(message)"
+        case .duplicateVersion(let version, let files):
+            return "version \(version) is used by \(files.joined(separator: " and ")): give each file its own version"
+        case .edited(let file, let version, let recorded, let current):
+            return "\(file): migration \(version) was applied with checksum \(recorded), the file now has \(current). "
+                + "An applied migration must not change: revert the edit and write a new migration"
+                + " (or, if the change is harmless, record the new checksum with `postgres-data repair`)."
+        case .outOfOrder(let files, let highest):
+            return "\(files.joined(separator: ", ")) \(files.count == 1 ? "has a version" : "have versions") lower than \(highest), "
+                + "which is already applied. Renumber \(files.count == 1 ? "it" : "them") above \(highest), or run with --allow-out-of-order."
+        case .unknownVersion(let version):
+            return "no migration has the version \(version)"
+        case .noDownSection(let file):
+            return "\(file) has no '-- migrate:down' section, so it cannot be reverted"
+        case .statementFailed(let file, let line, let statement, let error):
+            return "\(location(file, line)): \(Self.describe(error))\n  in: \(Self.excerpt(statement))"
+        case .lockTimeout(let file, let line, let attempts, let blockers, let error):
+            var text = "\(location(file, line)): could not get a lock within lock_timeout after \(attempts) attempt\(attempts == 1 ? "" : "s") (\(error.message))"
+            if blockers.isEmpty {
+                text += "\n  no blocking session was seen (it may have ended meanwhile)"
+            } else {
+                text += "\n  blocked by:" + blockers.map { "\n    \($0)" }.joined()
+            }
+            return text + "\n  Retry when they are done, or end them with pg_cancel_backend(pid)."
+        case .migrationLockTimeout(let waited, let holder):
+            return "another runner held the migration lock for \(waited) and this one stopped waiting"
+                + (holder.map { "; it is \($0)" } ?? "")
+        case .invalidIndex(let file, let line, let indexes, let error):
+            var text = "\(location(file, line)): the statement left the invalid index \(indexes.joined(separator: ", ")); it was dropped again"
+            if let error { text += ". The statement failed: \(Self.describe(error))" }
+            return text + ". Fix the cause and run again (or pass --rebuild-invalid-indexes to REINDEX instead of failing)."
+        case .transactionControl(let file, let line):
+            return "\(location(file, line)): BEGIN, COMMIT and ROLLBACK do not belong in a migration: each migration already runs in a "
+                + "transaction of its own. Remove them, or add '-- migrate:no-transaction' to run the statements one by one."
+        case .baselineRefused(let reason):
+            return "baseline refused: \(reason)"
+        case .database(let error):
+            return Self.describe(error)
+        }
+    }
+
+    private func location(_ file: String, _ line: Int?) -> String {
+        line.map { "\(file):\($0)" } ?? file
+    }
+
+    /// The server's message, SQLSTATE, detail and hint on one or more lines.
+    static func describe(_ error: PostgresError) -> String {
+        var text = error.message
+        if let state = error.sqlState { text += " (SQLSTATE \(state))" }
+        if let detail = error.detail { text += "\n  DETAIL: \(detail)" }
+        if let hint = error.hint { text += "\n  HINT: \(hint)" }
+        return text
+    }
+
+    static func excerpt(_ statement: String) -> String {
+        let oneLine = statement.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }.joined(separator: " ")
+        return oneLine.count > 160 ? String(oneLine.prefix(160)) + "…" : oneLine
+    }
+
+    /// The SQLSTATE of the server error inside, if any.
+    public var sqlState: SQLState? {
+        switch self {
+        case .statementFailed(_, _, _, let error), .lockTimeout(_, _, _, _, let error), .database(let error): error.sqlState
+        case .invalidIndex(_, _, _, let error): error?.sqlState
+        default: nil
+        }
+    }
+}

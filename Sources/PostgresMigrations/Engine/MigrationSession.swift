@@ -1,0 +1,182 @@
+import Foundation
+import PostgresClient
+
+/// One locked run of the migrator: the working connection, the lock connection (which also
+/// watches for blockers) and the history as read after the lock was taken.
+struct MigrationSession {
+    let migrator: Migrator
+    let work: Connection
+    let observer: Connection
+    let rows: [AppliedMigration]
+    let appliedBy: String
+    let onEvent: @Sendable (MigrationEvent) -> Void
+
+    private var options: MigratorOptions { migrator.options }
+    private var history: MigrationHistory { migrator.history }
+
+    /// Applies `migration`; `row` is its history row when a previous run left it half done.
+    func apply(_ migration: Migration, resumingFrom row: AppliedMigration?) async throws {
+        let statements = try migration.up.statements(file: migration.fileName)
+        let clock = ContinuousClock()
+        let start = clock.now
+        if migration.isTransactional {
+            try refuseTransactionControl(statements, in: migration)
+            onEvent(.started(migration, direction: .up, statementCount: statements.count, resumingAt: 0))
+            try await retryingLockTimeouts(migration) {
+                try await work.withTransaction { connection in
+                    try await setTimeouts(for: migration, local: true)
+                    for (index, statement) in statements.enumerated() {
+                        try await run(statement, of: migration)
+                        onEvent(.statementFinished(migration, index: index, statementCount: statements.count))
+                    }
+                    try await wrap {
+                        try await history.recordApplied(migration, duration: clock.now - start, appliedBy: appliedBy, on: connection)
+                    }
+                }
+            }
+        } else {
+            let done = row?.statementsApplied ?? 0
+            onEvent(.started(migration, direction: .up, statementCount: statements.count, resumingAt: done))
+            if row == nil { try await wrap { try await history.recordStarted(migration, appliedBy: appliedBy, on: work) } }
+            try await setTimeouts(for: migration, local: false)
+            for (index, statement) in statements.enumerated() where index >= done {
+                try await retryingLockTimeouts(migration) {
+                    try await runWatchingIndexes(statement, of: migration)
+                }
+                try await wrap { try await history.recordProgress(migration, statementsApplied: index + 1, on: work) }
+                onEvent(.statementFinished(migration, index: index, statementCount: statements.count))
+            }
+            _ = try await wrap {
+                try await history.recordCompleted(migration, duration: clock.now - start, on: work)
+                try await work.execute(script: "RESET lock_timeout; RESET statement_timeout")
+            }
+        }
+        onEvent(.finished(migration, direction: .up, duration: clock.now - start))
+    }
+
+    /// Runs the down section of `migration` and removes its history row, in one transaction
+    /// unless the file says `-- migrate:no-transaction`.
+    func revert(_ migration: Migration, row: AppliedMigration) async throws {
+        guard let down = migration.down else { throw MigrationError.noDownSection(file: migration.fileName) }
+        let statements = try down.statements(file: migration.fileName)
+        let clock = ContinuousClock()
+        let start = clock.now
+        onEvent(.started(migration, direction: .down, statementCount: statements.count, resumingAt: 0))
+        if migration.isTransactional {
+            try refuseTransactionControl(statements, in: migration)
+            try await retryingLockTimeouts(migration) {
+                try await work.withTransaction { connection in
+                    try await setTimeouts(for: migration, local: true)
+                    for (index, statement) in statements.enumerated() {
+                        try await run(statement, of: migration)
+                        onEvent(.statementFinished(migration, index: index, statementCount: statements.count))
+                    }
+                    try await wrap { try await history.remove(row.version, on: connection) }
+                }
+            }
+        } else {
+            try await setTimeouts(for: migration, local: false)
+            for (index, statement) in statements.enumerated() {
+                try await retryingLockTimeouts(migration) { try await runWatchingIndexes(statement, of: migration) }
+                onEvent(.statementFinished(migration, index: index, statementCount: statements.count))
+            }
+            _ = try await wrap {
+                try await history.remove(row.version, on: work)
+                try await work.execute(script: "RESET lock_timeout; RESET statement_timeout")
+            }
+        }
+        onEvent(.finished(migration, direction: .down, duration: clock.now - start))
+    }
+
+    private func refuseTransactionControl(_ statements: [SQLStatement], in migration: Migration) throws {
+        for statement in statements {
+            let words = statement.words
+            if let first = words.first, ["begin", "commit", "rollback", "end", "abort"].contains(first)
+                || (first == "start" && words.dropFirst().first == "transaction") {
+                throw MigrationError.transactionControl(file: migration.fileName, line: statement.line)
+            }
+        }
+    }
+
+    /// `lock_timeout` and `statement_timeout` for this migration, as bind parameters of `set_config`.
+    private func setTimeouts(for migration: Migration, local: Bool) async throws {
+        try await wrap {
+            try await work.query("SELECT set_config('lock_timeout', $1, $3), set_config('statement_timeout', $2, $3)",
+                                 migration.lockTimeout ?? options.lockTimeout, migration.statementTimeout ?? options.statementTimeout, local)
+        }
+    }
+
+    /// Runs one statement; a failure becomes an error naming the file and line (the line of
+    /// the error position when the server gives one), with the sessions that blocked it.
+    private func run(_ statement: SQLStatement, of migration: Migration) async throws {
+        let watch = BlockerWatch(pid: work.backendPID, observer: observer)
+        do {
+            try await work.execute(script: statement.text)
+            _ = await watch.stop()
+        } catch let error as PostgresError {
+            let blockers = await watch.stop()
+            let line = statement.line + Self.newlines(in: statement.text, before: error.position)
+            if error.sqlState == .lockNotAvailable {
+                throw MigrationError.lockTimeout(file: migration.fileName, line: line, attempts: 1, blockers: blockers, underlying: error)
+            }
+            throw MigrationError.statementFailed(file: migration.fileName, line: line, statement: statement.text, underlying: error)
+        }
+    }
+
+    /// Runs a statement outside a transaction; after one that builds an index concurrently,
+    /// checks `pg_index.indisvalid` and never leaves an invalid index behind.
+    private func runWatchingIndexes(_ statement: SQLStatement, of migration: Migration) async throws {
+        let words = statement.words
+        guard words.contains("concurrently"), words.contains("index") || words.first == "reindex" else {
+            return try await run(statement, of: migration)
+        }
+        let before = try await wrap { try await Migrator.invalidIndexes(on: work) }
+        var failure: Error?
+        do {
+            try await run(statement, of: migration)
+        } catch {
+            failure = error
+        }
+        var invalid = try await wrap { try await Migrator.invalidIndexes(on: work) }.subtracting(before)
+        if failure == nil && options.rebuildInvalidIndexes && !invalid.isEmpty {
+            for index in invalid.sorted() {
+                _ = try await wrap { try await work.execute(script: "REINDEX INDEX CONCURRENTLY \(index)") }
+            }
+            invalid = try await wrap { try await Migrator.invalidIndexes(on: work) }.subtracting(before)
+        }
+        if let failure, invalid.isEmpty { throw failure }
+        guard !invalid.isEmpty else { return }
+        for index in invalid.sorted() {
+            _ = try await wrap { try await work.execute(script: "DROP INDEX CONCURRENTLY IF EXISTS \(index)") }
+        }
+        var underlying: PostgresError?
+        if case .statementFailed(_, _, _, let error)? = failure as? MigrationError { underlying = error }
+        if case .lockTimeout(_, _, _, _, let error)? = failure as? MigrationError { underlying = error }
+        throw MigrationError.invalidIndex(file: migration.fileName, line: statement.line, indexes: invalid.sorted(), underlying: underlying)
+    }
+
+    /// Runs `body` again after a lock timeout, with back-off, up to `lockRetries` times.
+    private func retryingLockTimeouts(_ migration: Migration, _ body: () async throws -> Void) async throws {
+        var attempt = 1
+        var delay = options.retryDelay
+        while true {
+            do {
+                return try await body()
+            } catch MigrationError.lockTimeout(let file, let line, _, let blockers, let error) {
+                guard attempt <= options.lockRetries else {
+                    throw MigrationError.lockTimeout(file: file, line: line, attempts: attempt, blockers: blockers, underlying: error)
+                }
+                onEvent(.retrying(migration, attempt: attempt, delay: delay, blockers: blockers))
+                try await Task.sleep(for: delay)
+                attempt += 1
+                delay = min(delay * 2, options.maximumRetryDelay)
+            }
+        }
+    }
+
+    /// How many line breaks precede the 1-based character `position` of `text`.
+    static func newlines(in text: String, before position: Int?) -> Int {
+        guard let position, position > 1 else { return 0 }
+        return text.unicodeScalars.prefix(position - 1).reduce(0) { $0 + ($1 == "\n" ? 1 : 0) }
+    }
+}

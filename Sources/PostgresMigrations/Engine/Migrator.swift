@@ -1,0 +1,241 @@
+import Foundation
+import PostgresClient
+
+/// Applies and reverts the migrations of a folder on a database, safely when many servers
+/// run it at once.
+///
+/// ```swift
+/// let migrator = Migrator(configuration: try Configuration(url: url),
+///                         directory: try MigrationDirectory(path: "migrations"))
+/// let applied = try await migrator.up()        // at deploy, or at app start-up
+/// ```
+///
+/// - **One runner at a time**: a session-level advisory lock on a connection of its own,
+///   taken with `pg_try_advisory_lock` and back-off (never a blocking wait inside a
+///   transaction). What to run is computed only once the lock is held, so two runners
+///   started together apply each migration exactly once.
+/// - **All or nothing**: a migration and its history row commit in one transaction. A
+///   `-- migrate:no-transaction` file runs statement by statement, its progress recorded
+///   after each, and a later run resumes after the last statement that succeeded.
+/// - **Short lock waits**: each migration runs with `lock_timeout` and `statement_timeout`;
+///   on a lock timeout it is retried with back-off, and the sessions that blocked it are
+///   reported from `pg_blocking_pids()`.
+/// - **No invalid indexes left behind** by `CREATE INDEX CONCURRENTLY`.
+///
+/// Errors are ``MigrationError``s. Core Data has no equivalent: its migrations transform a
+/// store file that one process owns.
+public struct Migrator: Sendable {
+    public let configuration: Configuration
+    public let directory: MigrationDirectory
+    public let options: MigratorOptions
+    private let onEvent: @Sendable (MigrationEvent) -> Void
+
+    public init(configuration: Configuration, directory: MigrationDirectory, options: MigratorOptions = MigratorOptions(),
+                onEvent: @escaping @Sendable (MigrationEvent) -> Void = { _ in }) {
+        self.configuration = configuration
+        self.directory = directory
+        self.options = options
+        self.onEvent = onEvent
+    }
+
+    var history: MigrationHistory { MigrationHistory(table: options.historyTable) }
+
+    // MARK: Reading
+
+    /// The state of every migration, without taking the lock.
+    public func status() async throws -> [MigrationStatus] {
+        try await planner().statuses()
+    }
+
+    /// The files and the history, ready for planning (what `plan` prints).
+    public func planner() async throws -> MigrationPlanner {
+        try await withConnection(role: "status") { connection in
+            MigrationPlanner(migrations: directory.migrations, history: try await wrap { try await history.rows(on: connection) })
+        }
+    }
+
+    /// Checks that the database matches the folder: no edited, missing or half-applied
+    /// migrations and no invalid index. Returns the problems (empty when all is well).
+    public func verify() async throws -> [String] {
+        try await withConnection(role: "verify") { connection in try await verify(on: connection) }
+    }
+
+    private func verify(on connection: Connection) async throws -> [String] {
+        let planner = MigrationPlanner(migrations: directory.migrations, history: try await wrap { try await history.rows(on: connection) })
+        var problems: [String] = []
+        for status in planner.statuses() {
+            switch status.state {
+            case .edited:
+                problems.append("\(status.fileName ?? status.name): edited after it was applied (recorded \(status.applied!.checksum), file \(status.checksum!))")
+            case .missing:
+                problems.append("\(status.version) \(status.name): applied, but no file has this version")
+            case .partial:
+                problems.append("\(status.fileName ?? status.name): stopped after \(status.applied?.statementsApplied ?? 0) statements; run up to finish it")
+            case .outOfOrder:
+                problems.append("\(status.fileName ?? status.name): pending with a version lower than an applied one")
+            case .applied, .pending, .baseline:
+                break
+            }
+        }
+        for index in try await wrap({ try await Self.invalidIndexes(on: connection) }).sorted() {
+            problems.append("index \(index) is invalid (an interrupted CREATE INDEX CONCURRENTLY?): drop it or REINDEX it")
+        }
+        return problems
+    }
+
+    // MARK: Changing
+
+    /// Applies pending migrations (up to `target`, inclusive), first finishing any
+    /// non-transactional migration a previous run left half done. Returns what it applied.
+    @discardableResult
+    public func up(to target: MigrationVersion? = nil) async throws -> [Migration] {
+        try await locked { session in
+            let plan = try MigrationPlanner(migrations: directory.migrations, history: session.rows)
+                .upPlan(to: target, allowOutOfOrder: options.allowOutOfOrder)
+            for migration in plan {
+                let row = session.rows.first { $0.version == migration.version }
+                try await session.apply(migration, resumingFrom: row)
+            }
+            return plan
+        }
+    }
+
+    /// Reverts the last `steps` migrations, or every one above `target`, newest first, each
+    /// with its down section and history row removal in one transaction.
+    @discardableResult
+    public func down(steps: Int? = nil, to target: MigrationVersion? = nil) async throws -> [Migration] {
+        try await locked { session in
+            let plan = try MigrationPlanner(migrations: directory.migrations, history: session.rows).downPlan(steps: steps, to: target)
+            for (migration, row) in plan {
+                try await session.revert(migration, row: row)
+            }
+            return plan.map(\.0)
+        }
+    }
+
+    /// Adopts a database whose schema already exists: records `version` as a baseline, so
+    /// that every migration up to it counts as applied and `up` starts after it. Refused
+    /// when the history already has rows.
+    public func baseline(_ version: MigrationVersion) async throws {
+        try await locked { session in
+            guard session.rows.isEmpty else {
+                throw MigrationError.baselineRefused("the history table already has \(session.rows.count) row\(session.rows.count == 1 ? "" : "s"); a baseline adopts a database that has none")
+            }
+            let file = directory.migrations.first { $0.version == version }
+            try await wrap {
+                try await history.recordBaseline(version, name: file?.name ?? "baseline", checksum: file?.checksum ?? MigrationChecksum(text: "none"),
+                                                 appliedBy: session.appliedBy, on: session.work)
+            }
+        }
+    }
+
+    /// Records the files' current checksums for applied migrations that were edited, after
+    /// a reviewer decided the edits are harmless (whitespace, comments). Returns their versions.
+    @discardableResult
+    public func repair() async throws -> [MigrationVersion] {
+        try await locked { session in
+            let edited = MigrationPlanner(migrations: directory.migrations, history: session.rows).statuses().filter { $0.state == .edited }
+            for status in edited {
+                try await wrap { try await history.updateChecksum(status.applied!.version, to: status.checksum!, on: session.work) }
+            }
+            return edited.map(\.version)
+        }
+    }
+
+    // MARK: Sessions
+
+    /// Connects with an `application_name` saying what the connection does, unless the
+    /// configuration names one.
+    func connect(role: String) async throws -> Connection {
+        var configuration = configuration
+        if configuration["application_name"] == nil { configuration["application_name"] = "postgres-data \(role)" }
+        return try await wrap { try await Connection.connect(configuration) }
+    }
+
+    /// Takes the migration lock on a connection of its own, opens the working connection,
+    /// creates the history table if needed and runs `body`; always releases the lock.
+    private func locked<Result: Sendable>(_ body: (MigrationSession) async throws -> Result) async throws -> Result {
+        try await withConnection(role: "lock") { lock in
+            let key = "postgres-data:" + options.historyTable
+            try await acquire(key, on: lock)
+            do {
+                let result = try await withConnection(role: "migrate") { work in
+                    try await body(try await session(work: work, observer: lock))
+                }
+                _ = try? await lock.query("SELECT pg_advisory_unlock(hashtextextended($1, 0))", key)
+                return result
+            } catch {
+                _ = try? await lock.query("SELECT pg_advisory_unlock(hashtextextended($1, 0))", key)
+                throw error
+            }
+        }
+    }
+
+    private func session(work: Connection, observer lock: Connection) async throws -> MigrationSession {
+        try await wrap {
+            if await work.serverVersion >= 140000 {
+                // A statement whose runner died is cancelled instead of running on.
+                try await work.execute(script: "SET client_connection_check_interval = '1s'")
+            }
+            try await history.create(on: work)
+            let user = try await work.query("SELECT current_user::text")[0].decode(String.self, at: 0)
+            let appliedBy = "\(user) on \(ProcessInfo.processInfo.hostName), pid \(getpid())"
+            return MigrationSession(migrator: self, work: work, observer: lock, rows: try await history.rows(on: work),
+                                    appliedBy: appliedBy, onEvent: onEvent)
+        }
+    }
+
+    /// Runs `body` on a new connection and closes it afterwards.
+    func withConnection<Result>(role: String, _ body: (Connection) async throws -> Result) async throws -> Result {
+        let connection = try await connect(role: role)
+        do {
+            let result = try await body(connection)
+            await connection.close()
+            return result
+        } catch {
+            await connection.close()
+            throw error
+        }
+    }
+
+    private func acquire(_ key: String, on lock: Connection) async throws {
+        let clock = ContinuousClock()
+        let start = clock.now
+        var delay = Duration.milliseconds(50)
+        var announced = false
+        while true {
+            if try await wrap({ try await lock.query("SELECT pg_try_advisory_lock(hashtextextended($1, 0))", key)[0].decode(Bool.self, at: 0) }) {
+                onEvent(.acquiredMigrationLock)
+                return
+            }
+            let waited = clock.now - start
+            if waited >= options.migrationLockWait {
+                throw MigrationError.migrationLockTimeout(waited: waited, holder: try? await LockBlocker.holding(advisoryKey: key, on: lock))
+            }
+            if !announced {
+                announced = true
+                onEvent(.waitingForMigrationLock(holder: try? await LockBlocker.holding(advisoryKey: key, on: lock)))
+            }
+            try await Task.sleep(for: delay * Double.random(in: 0.75...1.25))
+            delay = min(delay * 2, .seconds(2))
+        }
+    }
+
+    static func invalidIndexes(on connection: Connection) async throws -> Set<String> {
+        Set(try await connection.query("""
+            SELECT quote_ident(n.nspname) || '.' || quote_ident(c.relname) FROM pg_index i
+            JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+            WHERE NOT i.indisvalid
+            """).map { try $0.decode(String.self, at: 0) })
+    }
+}
+
+/// Runs `body`, turning a ``PostgresError`` into ``MigrationError/database(_:)``.
+@discardableResult
+func wrap<Result>(_ body: () async throws -> Result) async throws -> Result {
+    do {
+        return try await body()
+    } catch let error as PostgresError {
+        throw MigrationError.database(error)
+    }
+}

@@ -1,0 +1,45 @@
+/// How a ``Migrator`` runs: timeouts, retries, and what it allows.
+public struct MigratorOptions: Sendable {
+    /// The history table (in the connection's `search_path` schema).
+    public var historyTable = "postgres_data_migrations"
+    /// `lock_timeout` of every migration that does not set its own: how long one statement
+    /// may wait for a lock before it fails and the migration is retried. Short, so that a
+    /// migration waiting behind a long transaction does not stall every query queued behind it.
+    public var lockTimeout = "5s"
+    /// `statement_timeout` of every migration that does not set its own.
+    public var statementTimeout = "30min"
+    /// How many times a migration that hit `lock_timeout` is retried.
+    public var lockRetries = 5
+    /// The first wait before a retry; it doubles each time, up to ``maximumRetryDelay``.
+    public var retryDelay: Duration = .seconds(1)
+    public var maximumRetryDelay: Duration = .seconds(30)
+    /// How long to wait for another runner that holds the migration lock.
+    public var migrationLockWait: Duration = .seconds(600)
+    /// Runs pending migrations whose versions are lower than an applied one.
+    public var allowOutOfOrder = false
+    /// When `CREATE INDEX CONCURRENTLY … IF NOT EXISTS` finds an invalid index, `REINDEX` it
+    /// concurrently instead of failing.
+    public var rebuildInvalidIndexes = false
+
+    public init() {}
+}
+
+/// What a ``Migrator`` is doing, for a progress display or a log.
+public enum MigrationEvent: Sendable {
+    /// Another runner holds the migration lock; this one waits (with back-off).
+    case waitingForMigrationLock(holder: LockBlocker?)
+    /// The lock is held; planning starts.
+    case acquiredMigrationLock
+    /// A migration starts (`resumingAt` is the statement a resumed run starts from, 0 otherwise).
+    case started(Migration, direction: Direction, statementCount: Int, resumingAt: Int)
+    /// A statement of a migration finished.
+    case statementFinished(Migration, index: Int, statementCount: Int)
+    /// A statement hit `lock_timeout`; the migration is retried after `delay`.
+    case retrying(Migration, attempt: Int, delay: Duration, blockers: [LockBlocker])
+    /// A migration finished.
+    case finished(Migration, direction: Direction, duration: Duration)
+
+    public enum Direction: String, Sendable, Codable {
+        case up, down
+    }
+}

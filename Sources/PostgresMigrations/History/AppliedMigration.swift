@@ -1,0 +1,59 @@
+import Foundation
+
+/// One row of the history table: a migration that was applied (or is being applied,
+/// outside a transaction), or the baseline.
+public struct AppliedMigration: Sendable, Hashable, Codable {
+    public enum Kind: String, Sendable, Hashable, Codable {
+        /// A migration file that ran.
+        case migration
+        /// `baseline V`: versions up to V count as applied without having run.
+        case baseline
+    }
+
+    public var version: MigrationVersion
+    public var name: String
+    public var checksum: MigrationChecksum
+    public var kind: Kind
+    public var appliedAt: Date
+    /// How long it took; nil while a non-transactional migration is under way.
+    public var duration: Duration?
+    /// Who applied it: database user, host, process.
+    public var appliedBy: String
+    /// For a non-transactional migration, the statements done so far.
+    public var statementsApplied: Int?
+    /// False while a non-transactional migration is under way (or after it stopped midway).
+    public var isComplete: Bool
+}
+
+extension MigrationVersion: Codable {
+    public init(from decoder: Decoder) throws {
+        let text = try decoder.singleValueContainer().decode(String.self)
+        guard let version = MigrationVersion(text) else {
+            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "not a version: \(text)"))
+        }
+        self = version
+    }
+
+    public func encode(to encoder: Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(text)
+    }
+}
+
+extension MigrationChecksum: Codable {
+    public init(from decoder: Decoder) throws {
+        self.init(text: try decoder.singleValueContainer().decode(String.self))
+    }
+
+    public func encode(to encoder: Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(text)
+    }
+}
+
+extension Duration {
+    var milliseconds: Int64 {
+        let (seconds, attoseconds) = components
+        return seconds * 1000 + attoseconds / 1_000_000_000_000_000
+    }
+}
