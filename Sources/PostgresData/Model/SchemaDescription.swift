@@ -1,0 +1,86 @@
+/// A database schema as data: tables with their columns, constraints and indexes.
+///
+/// ``ManagedObjectModel/schemaDescription`` gives the schema a model expects, and the
+/// migration tool reads the same shape from a live database, so the two can be compared
+/// (`postgres-data diff`). It is `Codable`: `postgres-data diff --model model.json` reads a
+/// model's schema exported with ``ManagedObjectModel/schemaJSON()``.
+public struct SchemaDescription: Sendable, Hashable, Codable {
+    /// One table.
+    public struct Table: Sendable, Hashable, Codable {
+        public var name: String
+        public var columns: [Column]
+        /// Named constraints: primary key, unique, check, foreign keys.
+        public var constraints: [Constraint]
+        /// Indexes that do not belong to a constraint.
+        public var indexes: [Index]
+
+        public init(name: String, columns: [Column] = [], constraints: [Constraint] = [], indexes: [Index] = []) {
+            self.name = name
+            self.columns = columns
+            self.constraints = constraints
+            self.indexes = indexes
+        }
+    }
+
+    /// One column.
+    public struct Column: Sendable, Hashable, Codable {
+        public var name: String
+        /// The type as PostgreSQL's `format_type` writes it (`bigint`, `timestamp with time zone`).
+        public var type: String
+        public var isNullable: Bool
+        /// The default as SQL, when there is one.
+        public var defaultExpression: String?
+        /// `GENERATED … AS IDENTITY`.
+        public var isIdentity: Bool
+
+        public init(name: String, type: String, isNullable: Bool, defaultExpression: String? = nil, isIdentity: Bool = false) {
+            self.name = name
+            self.type = type
+            self.isNullable = isNullable
+            self.defaultExpression = defaultExpression
+            self.isIdentity = isIdentity
+        }
+    }
+
+    /// A named constraint with its definition as `ALTER TABLE … ADD CONSTRAINT name` takes it
+    /// (`CHECK (weight >= 0)`, `FOREIGN KEY (list_id) REFERENCES todo_list (id) …`).
+    public struct Constraint: Sendable, Hashable, Codable {
+        public enum Kind: String, Sendable, Hashable, Codable {
+            case primaryKey = "primary key", unique, check, foreignKey = "foreign key", exclusion
+        }
+
+        public var name: String
+        public var kind: Kind
+        public var definition: String
+
+        public init(name: String, kind: Kind, definition: String) {
+            self.name = name
+            self.kind = kind
+            self.definition = definition
+        }
+    }
+
+    /// An index with the statement that creates it.
+    public struct Index: Sendable, Hashable, Codable {
+        public var name: String
+        public var definition: String
+
+        public init(name: String, definition: String) {
+            self.name = name
+            self.definition = definition
+        }
+    }
+
+    /// The tables, in creation order (a table before those whose foreign keys refer to it
+    /// does not matter: foreign keys are added after all tables).
+    public var tables: [Table]
+
+    public init(tables: [Table]) {
+        self.tables = tables
+    }
+
+    /// The table named `name`.
+    public func table(named name: String) -> Table? {
+        tables.first { $0.name == name }
+    }
+}

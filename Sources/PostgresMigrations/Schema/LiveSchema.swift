@@ -1,0 +1,84 @@
+import PostgresClient
+import PostgresData
+
+/// Reads the tables, columns, constraints and indexes of the connection's current schema
+/// from the system catalogs, in the shape a model's schema has.
+enum LiveSchema {
+    static func read(on connection: Connection, excluding excluded: Set<String>) async throws -> SchemaDescription {
+        var tables: [String: SchemaDescription.Table] = [:]
+        var order: [String] = []
+        for row in try await connection.query("""
+            SELECT c.relname::text, a.attname::text, format_type(a.atttypid, a.atttypmod), NOT a.attnotnull,
+                   CASE WHEN a.attgenerated = '' THEN pg_get_expr(d.adbin, d.adrelid) END, a.attidentity <> ''
+            FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+            LEFT JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
+            LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+            WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p') AND NOT c.relispartition
+            ORDER BY c.relname, a.attnum
+            """) {
+            let (table, column, type, nullable, defaultExpression, identity) =
+                try row.decode((String, String?, String?, Bool?, String?, Bool?).self)
+            guard !excluded.contains(table) else { continue }
+            if tables[table] == nil {
+                tables[table] = SchemaDescription.Table(name: table)
+                order.append(table)
+            }
+            if let column, let type {
+                tables[table]!.columns.append(.init(name: column, type: type, isNullable: nullable ?? true,
+                                                    defaultExpression: defaultExpression, isIdentity: identity ?? false))
+            }
+        }
+        let kinds: [String: SchemaDescription.Constraint.Kind] = ["p": .primaryKey, "u": .unique, "c": .check, "f": .foreignKey, "x": .exclusion]
+        for row in try await connection.query("""
+            SELECT c.relname::text, k.conname::text, k.contype::text, pg_get_constraintdef(k.oid)
+            FROM pg_constraint k JOIN pg_class c ON c.oid = k.conrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+            WHERE n.nspname = current_schema() AND k.contype IN ('p', 'u', 'c', 'f', 'x')
+            ORDER BY c.relname, k.conname
+            """) {
+            let (table, name, type, definition) = try row.decode((String, String, String, String).self)
+            guard tables[table] != nil, let kind = kinds[type] else { continue }
+            tables[table]!.constraints.append(.init(name: name, kind: kind, definition: definition))
+        }
+        for row in try await connection.query("""
+            SELECT t.relname::text, i.relname::text, pg_get_indexdef(x.indexrelid)
+            FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid JOIN pg_class t ON t.oid = x.indrelid
+            JOIN pg_namespace n ON n.oid = t.relnamespace
+            WHERE n.nspname = current_schema()
+              AND NOT EXISTS (SELECT 1 FROM pg_constraint k WHERE k.conindid = x.indexrelid AND k.contype IN ('p', 'u', 'x'))
+            ORDER BY t.relname, i.relname
+            """) {
+            let (table, name, definition) = try row.decode((String, String, String).self)
+            guard tables[table] != nil else { continue }
+            tables[table]!.indexes.append(.init(name: name, definition: definition))
+        }
+        return SchemaDescription(tables: order.map { tables[$0]! })
+    }
+
+    /// Sizes of the current schema's tables, for the linter.
+    static func tableSizes(on connection: Connection) async throws -> [String: TableSize] {
+        var sizes: [String: TableSize] = [:]
+        for row in try await connection.query("""
+            SELECT c.relname::text, pg_total_relation_size(c.oid), greatest(c.reltuples, 0)::bigint
+            FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+            WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p')
+            """) {
+            let (name, bytes, rows) = try row.decode((String, Int64, Int64).self)
+            sizes[name] = TableSize(bytes: bytes, estimatedRows: rows)
+        }
+        return sizes
+    }
+}
+
+extension Migrator {
+    /// The live schema of the database, without the history table.
+    public func liveSchema() async throws -> SchemaDescription {
+        try await withConnection(role: "schema") { connection in
+            try await wrap { try await LiveSchema.read(on: connection, excluding: [options.historyTable]) }
+        }
+    }
+
+    /// Sizes of the live tables, for ``MigrationLinter/tableSizes``.
+    public func tableSizes() async throws -> [String: TableSize] {
+        try await withConnection(role: "lint") { connection in try await wrap { try await LiveSchema.tableSizes(on: connection) } }
+    }
+}
