@@ -53,7 +53,7 @@ let package = Package(
         ),
         .target(
             name: "PostgresMigrations",
-            dependencies: ["PostgresClient", "PostgresData"]
+            dependencies: ["PostgresClient", "PostgresData", .product(name: "Logging", package: "swift-log")]
         ),
         .executableTarget(
             name: "postgres-data",
@@ -63,12 +63,16 @@ let package = Package(
             ]
         ),
         .target(
+            name: "TodoExample",
+            dependencies: ["PostgresData"]
+        ),
+        .target(
             name: "PostgresDataTesting",
             dependencies: ["PostgresClient", "CLibPQ"]
         ),
         .executableTarget(
             name: "postgres-data-demo",
-            dependencies: ["PostgresData", "PostgresClient", "PostgresDataTesting"]
+            dependencies: ["PostgresData", "PostgresClient", "PostgresDataTesting", "TodoExample"]
         ),
         .executableTarget(
             name: "postgres-data-bench",
@@ -84,7 +88,7 @@ let package = Package(
         ),
         .testTarget(
             name: "PostgresMigrationsTests",
-            dependencies: ["PostgresMigrations", "PostgresData", "PostgresClient", "PostgresDataTesting"]
+            dependencies: ["PostgresMigrations", "PostgresData", "PostgresClient", "PostgresDataTesting", "TodoExample"]
         ),
         .testTarget(
             name: "PostgresDataMacrosTests",

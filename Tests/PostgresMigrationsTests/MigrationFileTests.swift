@@ -1,1 +1,3 @@
 import Testing
+import TodoExample
+@Test func printSchema() { print(todoModel.createSchemaSQL()) }

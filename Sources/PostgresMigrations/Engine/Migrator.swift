@@ -149,7 +149,7 @@ public struct Migrator: Sendable {
     func connect(role: String) async throws -> Connection {
         var configuration = configuration
         if configuration["application_name"] == nil { configuration["application_name"] = "postgres-data \(role)" }
-        return try await wrap { try await Connection.connect(configuration) }
+        return try await wrap { try await Connection.connect(configuration, logger: options.logger) }
     }
 
     /// Takes the migration lock on a connection of its own, opens the working connection,

@@ -1,5 +1,9 @@
+import Logging
+
 /// How a ``Migrator`` runs: timeouts, retries, and what it allows.
 public struct MigratorOptions: Sendable {
+    /// Where the server's notices (`RAISE NOTICE` in a migration) and connection events go.
+    public var logger = Logger(label: "PostgresMigrations")
     /// The history table (in the connection's `search_path` schema).
     public var historyTable = "postgres_data_migrations"
     /// `lock_timeout` of every migration that does not set its own: how long one statement

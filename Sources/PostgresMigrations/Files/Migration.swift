@@ -119,8 +119,9 @@ public struct Migration: Sendable {
         self.statementTimeout = statementTimeout
     }
 
-    /// A PostgreSQL duration: digits and an optional unit (`ms`, `s`, `min`, `h`, `d`).
-    static func isDuration(_ text: String) -> Bool {
+    /// True for a duration the timeouts accept: digits and an optional unit (`ms`, `s`,
+    /// `min`, `h`, `d`), as PostgreSQL writes them; `0` disables a timeout.
+    public static func isDuration(_ text: String) -> Bool {
         let digits = text.prefix { $0.isASCII && $0.isNumber }
         guard !digits.isEmpty else { return false }
         return ["", "ms", "s", "min", "h", "d"].contains(String(text.dropFirst(digits.count)))

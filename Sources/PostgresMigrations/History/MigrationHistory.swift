@@ -15,9 +15,11 @@ struct MigrationHistory: Sendable {
 
     private var quoted: String { quoteIdentifier(table) }
 
+    /// Creates the table unless it exists (called with the migration lock held).
     func create(on connection: Connection) async throws {
+        guard try await !exists(on: connection) else { return }
         try await connection.execute(script: """
-            CREATE TABLE IF NOT EXISTS \(quoted) (
+            CREATE TABLE \(quoted) (
                 version text PRIMARY KEY,
                 name text NOT NULL,
                 checksum text NOT NULL,

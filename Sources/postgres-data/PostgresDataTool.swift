@@ -1,0 +1,28 @@
+import ArgumentParser
+import Foundation
+import PostgresMigrations
+
+/// `postgres-data`: the migration tool.
+@main
+struct PostgresDataTool: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "postgres-data",
+        abstract: "Applies, checks and writes the SQL migrations of a PostgresData app, safely from many instances at once.",
+        discussion: """
+            The database comes from --database-url, else $DATABASE_URL, else a .env file in the current folder \
+            (DATABASE_URL or PG* lines), else libpq's PG* variables (PGHOST, PGDATABASE, …). Passwords are never printed.
+
+            Exit codes:
+              0   success
+              1   a statement or the connection failed (the failed migration was rolled back)
+              2   refused before running anything: an invalid or edited file, out-of-order versions, an unknown version
+              3   checks found something: pending migrations (status --exit-code), verify problems, lint errors, a non-empty diff (diff --exit-code)
+              4   a lock could not be had: another runner kept the migration lock, or lock_timeout after every retry
+              64  the command line is wrong
+            """,
+        subcommands: [
+            NewCommand.self, UpCommand.self, DownCommand.self, StatusCommand.self, PlanCommand.self, VerifyCommand.self,
+            BaselineCommand.self, RepairCommand.self, LintCommand.self, DiffCommand.self, DumpCommand.self,
+        ]
+    )
+}
