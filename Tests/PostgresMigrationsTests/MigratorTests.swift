@@ -1,0 +1,220 @@
+import Foundation
+import PostgresClient
+import PostgresData
+import PostgresDataTesting
+@testable import PostgresMigrations
+import Testing
+import TodoExample
+
+/// The runner against a real PostgreSQL: atomicity, refusals, lock timeouts, invalid indexes.
+struct MigratorTests {
+    static let repositoryMigrations = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .appendingPathComponent("../../migrations").standardized.path
+
+    /// A fixture with the repository's own migrations/ copied in.
+    static func exampleApp() async throws -> MigrationFixture {
+        let fixture = try await MigrationFixture.make()
+        for name in try FileManager.default.contentsOfDirectory(atPath: repositoryMigrations) where name.hasSuffix(".sql") {
+            try FileManager.default.copyItem(atPath: repositoryMigrations + "/" + name, toPath: fixture.folder + "/" + name)
+        }
+        return fixture
+    }
+
+    @Test func aFreshDatabaseIsMigratedAndThenClean() async throws {
+        let fixture = try await Self.exampleApp()
+        let applied = try await fixture.migrator().up()
+        #expect(applied.map(\.version.text) == ["0001", "0002", "0003", "0004"])
+        #expect(try await fixture.migrator().status().allSatisfy { $0.state == .applied })
+        #expect(try await fixture.migrator().verify().isEmpty)
+        #expect(try await fixture.migrator().up().isEmpty)
+        let (count, by, complete): (Int64, String, Bool) = try await {
+            let connection = try await fixture.connect()
+            defer { Task { await connection.close() } }
+            return try await connection.query("SELECT count(*), min(applied_by), bool_and(complete) FROM postgres_data_migrations")[0]
+                .decode((Int64, String, Bool).self)
+        }()
+        #expect(count == 4 && complete && by.contains("pid"))
+    }
+
+    @Test func downAndUpAgainRoundTrip() async throws {
+        let fixture = try await Self.exampleApp()
+        try await fixture.migrator().up()
+        let reverted = try await fixture.migrator().down(to: MigrationVersion("0001"))
+        #expect(reverted.map(\.version.text) == ["0004", "0003", "0002"])
+        #expect(try await !fixture.tableExists("team"))
+        #expect(try await fixture.tableExists("items"))
+        #expect(try await fixture.scalar("SELECT count(*) FROM pg_indexes WHERE indexname = 'items_created_at_idx'", as: Int64.self) == 0)
+        try await fixture.migrator().down(to: MigrationVersion("0"))
+        #expect(try await !fixture.tableExists("items"))
+        #expect(try await fixture.migrator().up().count == 4)
+        #expect(try await fixture.migrator().status().allSatisfy { $0.state == .applied })
+    }
+
+    @Test func aFailingStatementRollsItsMigrationBackAndNamesFileAndLine() async throws {
+        let fixture = try await MigrationFixture.make([
+            "0001_ok.sql": "-- migrate:up\nCREATE TABLE kept (x int);\n",
+            "0002_broken.sql": """
+                -- migrate:up
+                CREATE TABLE half (x int);
+                INSERT INTO half VALUES (1);
+                INSERT INTO half
+                    SELECT nonexistent FROM half;
+                CREATE TABLE never (x int);
+                """,
+        ])
+        await #expect {
+            try await fixture.migrator().up()
+        } throws: { error in
+            guard case .statementFailed(let file, let line, _, let underlying)? = error as? MigrationError else { return false }
+            return file == "0002_broken.sql" && line == 5 && underlying.sqlState == .undefinedColumn
+                && "\(error)".hasPrefix("0002_broken.sql:5: column \"nonexistent\" does not exist (SQLSTATE 42703)")
+        }
+        #expect(try await fixture.tableExists("kept"))
+        #expect(try await !fixture.tableExists("half"))
+        #expect(try await fixture.migrator().status().map(\.state) == [.applied, .pending])
+    }
+
+    @Test func transactionControlInATransactionalMigrationIsRefused() async throws {
+        let fixture = try await MigrationFixture.make(["0001_a.sql": "-- migrate:up\nBEGIN;\nCREATE TABLE t (x int);\nCOMMIT;\n"])
+        await #expect { try await fixture.migrator().up() } throws: { "\($0)".hasPrefix("0001_a.sql:2: BEGIN, COMMIT and ROLLBACK") }
+        #expect(try await !fixture.tableExists("t"))
+    }
+
+    @Test func editedAndOutOfOrderFilesAreRefused() async throws {
+        let fixture = try await MigrationFixture.make([
+            "0001_a.sql": "-- migrate:up\nCREATE TABLE a (x int);\n",
+            "0003_c.sql": "-- migrate:up\nCREATE TABLE c (x int);\n",
+        ])
+        try await fixture.migrator().up()
+        // Line endings and trailing spaces are not edits.
+        try fixture.write("0001_a.sql", "-- migrate:up\r\nCREATE TABLE a (x int);   \r\n\r\n")
+        #expect(try await fixture.migrator().up().isEmpty)
+
+        try fixture.write("0002_b.sql", "-- migrate:up\nCREATE TABLE b (x int);\n")
+        await #expect { try await fixture.migrator().up() } throws: {
+            "\($0)".contains("0002_b.sql has a version lower than 0003") && "\($0)".contains("--allow-out-of-order")
+        }
+        #expect(try await !fixture.tableExists("b"))
+        #expect(try await fixture.migrator { $0.allowOutOfOrder = true }.up().map(\.version.text) == ["0002"])
+
+        try fixture.write("0001_a.sql", "-- migrate:up\nCREATE TABLE a (x bigint);\n")
+        await #expect { try await fixture.migrator().up() } throws: { error in
+            guard case .edited(let file, _, let recorded, let current)? = error as? MigrationError else { return false }
+            return file == "0001_a.sql" && recorded != current && "\(error)".contains(recorded.text) && "\(error)".contains(current.text)
+        }
+        #expect(try await fixture.migrator().status().first?.state == .edited)
+        #expect(try await fixture.migrator().verify().first?.contains("0001_a.sql: edited after it was applied") == true)
+        #expect(try await fixture.migrator().repair().map(\.text) == ["0001"])
+        #expect(try await fixture.migrator().verify().isEmpty)
+    }
+
+    @Test func aLockTimeoutIsRetriedReportsTheBlockerAndSucceedsOnceReleased() async throws {
+        let fixture = try await MigrationFixture.make([
+            "0001_table.sql": "-- migrate:up\nCREATE TABLE busy (x int);\n",
+            "0002_alter.sql": "-- migrate:lock-timeout 200ms\n-- migrate:up\nALTER TABLE busy ADD COLUMN y int;\n",
+        ])
+        try await fixture.migrator().up(to: MigrationVersion("0001"))
+        let blocker = try await fixture.connect()
+        try await blocker.execute(script: "BEGIN; SELECT * FROM busy;")
+        await #expect {
+            try await fixture.migrator { $0.lockRetries = 1 }.up()
+        } throws: { error in
+            guard case .lockTimeout(let file, let line, let attempts, let blockers, let underlying)? = error as? MigrationError else { return false }
+            return file == "0002_alter.sql" && line == 3 && attempts == 2 && underlying.sqlState == .lockNotAvailable
+                && blockers.map(\.pid) == [blocker.backendPID] && blockers[0].state == "idle in transaction"
+                && "\(error)".contains("pid \(blocker.backendPID)") && "\(error)".contains("SELECT * FROM busy")
+        }
+        // Released during the retries: the migration goes through.
+        let events = Locked<[MigrationEvent]>([])
+        let release = Task {
+            while !events.withLock({ $0.contains { if case .retrying = $0 { true } else { false } } }) {
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            try await blocker.execute(script: "COMMIT")
+        }
+        try await fixture.migrator({ $0.lockRetries = 50 }, events: events).up()
+        try await release.value
+        await blocker.close()
+        #expect(try await fixture.scalar("SELECT count(*) FROM information_schema.columns WHERE table_name = 'busy' AND column_name = 'y'", as: Int64.self) == 1)
+        let retry = events.withLock { $0.compactMap { event -> [LockBlocker]? in if case .retrying(_, _, _, let b) = event { b } else { nil } }.first }
+        #expect(retry?.first?.pid == blocker.backendPID)
+    }
+
+    @Test func anInvalidIndexLeftByConcurrentlyIsDetectedAndDropped() async throws {
+        let fixture = try await MigrationFixture.make([
+            "0001_table.sql": "-- migrate:up\nCREATE TABLE dup (x int);\nINSERT INTO dup VALUES (1), (1);\n",
+            "0002_unique.sql": "-- migrate:no-transaction\n-- migrate:up\nCREATE UNIQUE INDEX CONCURRENTLY dup_x_key ON dup (x);\n",
+        ])
+        await #expect { try await fixture.migrator().up() } throws: { error in
+            guard case .invalidIndex(let file, let line, let indexes, let underlying)? = error as? MigrationError else { return false }
+            return file == "0002_unique.sql" && line == 3 && indexes == ["public.dup_x_key"] && underlying?.sqlState == .uniqueViolation
+        }
+        #expect(try await fixture.scalar("SELECT count(*) FROM pg_class WHERE relname = 'dup_x_key'", as: Int64.self) == 0)
+        #expect(try await fixture.migrator().status().last?.state == .partial)
+        // Fixed data: the re-run resumes the file and builds a valid index.
+        let connection = try await fixture.connect()
+        try await connection.execute(script: "DELETE FROM dup WHERE ctid = (SELECT max(ctid) FROM dup)")
+        await connection.close()
+        try await fixture.migrator().up()
+        #expect(try await fixture.scalar("SELECT bool_and(indisvalid) FROM pg_index WHERE indexrelid = 'dup_x_key'::regclass", as: Bool.self))
+        #expect(try await fixture.migrator().verify().isEmpty)
+    }
+
+    @Test func baselineAdoptsAnExistingDatabase() async throws {
+        let fixture = try await MigrationFixture.make([
+            "0001_a.sql": "-- migrate:up\nCREATE TABLE a (x int);\n",
+            "0002_b.sql": "-- migrate:up\nCREATE TABLE b (x int);\n",
+            "0003_c.sql": "-- migrate:up\nCREATE TABLE c (x int);\n",
+        ])
+        let connection = try await fixture.connect()
+        try await connection.execute(script: "CREATE TABLE a (x int); CREATE TABLE b (x int);")
+        await connection.close()
+        try await fixture.migrator().baseline(MigrationVersion("0002")!)
+        #expect(try await fixture.migrator().status().map(\.state) == [.baseline, .baseline, .pending])
+        #expect(try await fixture.migrator().up().map(\.version.text) == ["0003"])
+        await #expect { try await fixture.migrator().baseline(MigrationVersion("0003")!) } throws: { "\($0)".contains("baseline refused") }
+    }
+
+    @Test func diffTakesAnEmptyOrPartlyMigratedDatabaseToTheModel() async throws {
+        let fixture = try await Self.exampleApp()
+        let target = todoModel.schemaDescription
+        // Empty database: the whole schema.
+        let empty = SchemaDiff(from: try await fixture.migrator().liveSchema(), to: target)
+        #expect(empty.statements.filter { $0.hasPrefix("CREATE TABLE") }.count == 6)
+        let scratch = try await MigrationFixture.make()
+        let connection = try await scratch.connect()
+        for statement in empty.statements { try await connection.execute(script: statement) }
+        await connection.close()
+        #expect(SchemaDiff(from: try await scratch.migrator().liveSchema(), to: target).isEmpty)
+
+        // Partly migrated: only the missing index.
+        try await fixture.migrator().up(to: MigrationVersion("0003"))
+        let partial = SchemaDiff(from: try await fixture.migrator().liveSchema(), to: target)
+        #expect(partial.statements == [#"CREATE INDEX "items_created_at_idx" ON "items" ("created_at")"#])
+        // The migrations folder builds exactly the model's schema.
+        try await fixture.migrator().up()
+        let done = SchemaDiff(from: try await fixture.migrator().liveSchema(), to: target)
+        #expect(done.isEmpty, "\(done.statements)")
+        #expect(done.notes.isEmpty, "\(done.notes)")
+    }
+
+    @Test func aColumnOfAnotherTypeOrNullabilityIsAltered() async throws {
+        let fixture = try await MigrationFixture.make()
+        let connection = try await fixture.connect()
+        try await connection.execute(script: """
+            CREATE TABLE choice (id bigint GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY, name varchar(20), weight bigint NOT NULL DEFAULT 0, legacy text)
+            """)
+        await connection.close()
+        let model = SchemaDescription(tables: [try #require(todoModel.schemaDescription.table(named: "choice"))])
+        let diff = SchemaDiff(from: try await fixture.migrator().liveSchema(), to: model)
+        #expect(diff.statements == [
+            #"ALTER TABLE "choice" ALTER COLUMN "name" TYPE text USING "name"::text"#,
+            #"ALTER TABLE "choice" ALTER COLUMN "name" SET NOT NULL"#,
+            #"ALTER TABLE "choice" ALTER COLUMN "weight" TYPE integer USING "weight"::integer"#,
+            #"ALTER TABLE "choice" ADD CONSTRAINT "choice_weight_min" CHECK ("weight" >= 0)"#,
+        ])
+        #expect(diff.notes == [#"column "choice"."legacy" is not in the model (ALTER TABLE "choice" DROP COLUMN "legacy")"#])
+        #expect(SchemaDiff(from: try await fixture.migrator().liveSchema(), to: model, includeDrops: true).statements.contains(
+            #"ALTER TABLE "choice" DROP COLUMN "legacy""#))
+    }
+}
