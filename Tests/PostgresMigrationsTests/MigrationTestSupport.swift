@@ -49,7 +49,7 @@ struct MigrationFixture {
 
     /// Runs the `postgres-data` binary on this fixture's folder and database.
     func tool(_ arguments: [String]) async throws -> ToolRun {
-        try await ToolRun.run(["--dir", folder] + arguments, databaseURL: database.url(redactingPassword: false))
+        try await ToolRun.run(arguments + ["--dir", folder], databaseURL: database.url(redactingPassword: false))
     }
 }
 
@@ -113,7 +113,7 @@ final class RunningTool: Sendable {
         try process.run()
     }
 
-    var pid: Int32 { process.processIdentifier }
+    var isRunning: Bool { process.isRunning }
 
     func kill() {
         Foundation.kill(process.processIdentifier, SIGKILL)

@@ -1,0 +1,155 @@
+import Foundation
+import PostgresClient
+import PostgresData
+import PostgresDataTesting
+@testable import PostgresMigrations
+import Testing
+import TodoExample
+
+/// The `postgres-data` binary, run as a subprocess: concurrency between processes, a killed
+/// run, JSON output and exit codes.
+struct ToolTests {
+    @Test func twoProcessesRunningUpTogetherApplyEachMigrationOnce() async throws {
+        let fixture = try await MigrationFixture.make([
+            "0001_log.sql": "-- migrate:up\nCREATE TABLE runs (migration text);\nINSERT INTO runs VALUES ('0001');\n",
+            "0002_slow.sql": "-- migrate:up\nSELECT pg_sleep(0.5);\nINSERT INTO runs VALUES ('0002');\n",
+            "0003_more.sql": "-- migrate:up\nCREATE TABLE more (x int);\nINSERT INTO runs VALUES ('0003');\n",
+        ])
+        let url = fixture.database.url(redactingPassword: false)
+        let first = try ToolRun.start(["up", "--dir", fixture.folder], databaseURL: url)
+        let second = try ToolRun.start(["up", "--dir", fixture.folder], databaseURL: url)
+        let (a, b) = (await first.finish(), await second.finish())
+        #expect(a.status == 0, "\(a.errors)")
+        #expect(b.status == 0, "\(b.errors)")
+        #expect(try await fixture.scalar("SELECT string_agg(migration, ',' ORDER BY migration) FROM runs", as: String.self) == "0001,0002,0003")
+        #expect(try await fixture.scalar("SELECT count(*) FROM postgres_data_migrations", as: Int64.self) == 3)
+        // One of them applied everything, the other found nothing left to do.
+        #expect([a.output, b.output].filter { $0.contains("3 migrations applied") }.count == 1)
+        #expect([a.output, b.output].filter { $0.contains("nothing to apply") }.count == 1)
+    }
+
+    @Test func aKilledRunOfANonTransactionalFileResumesAfterItsLastStatement() async throws {
+        let fixture = try await MigrationFixture.make([
+            "0001_steps.sql": """
+                -- migrate:no-transaction
+                -- migrate:up
+                CREATE TABLE step_one (x int);
+                SELECT pg_sleep(CASE WHEN to_regclass('resume_now') IS NULL THEN 60 ELSE 0 END);
+                CREATE TABLE step_three (x int);
+                """,
+        ])
+        let run = try ToolRun.start(["up", "--dir", fixture.folder], databaseURL: fixture.database.url(redactingPassword: false))
+        let observer = try await fixture.connect()
+        // Wait until the first statement is recorded and the second is sleeping, then kill the tool.
+        while try await observer.query("""
+            SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'SELECT pg_sleep(CASE%'
+            """)[0].decode(Int64.self, at: 0) == 0 {
+            try #require(run.isRunning, "the tool ended before its second statement")
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        run.kill()
+        _ = await run.finish()
+        let (killedAt, killedComplete) = try await observer.query("SELECT statements_applied, complete FROM postgres_data_migrations")[0]
+            .decode((Int32?, Bool).self)
+        #expect(killedAt == 1 && !killedComplete)
+        #expect(try await fixture.migrator().status().first?.state == .partial)
+        try await observer.execute(script: "CREATE TABLE resume_now ()")
+
+        let events = Locked<[MigrationEvent]>([])
+        try await fixture.migrator(events: events).up()
+        let resumedAt = events.withLock { $0.compactMap { event -> Int? in if case .started(_, _, _, let at) = event { at } else { nil } } }
+        #expect(resumedAt == [1])
+        let (doneAt, complete) = try await observer.query("SELECT statements_applied, complete FROM postgres_data_migrations")[0]
+            .decode((Int32?, Bool).self)
+        #expect(doneAt == 3 && complete)
+        #expect(try await fixture.tableExists("step_three"))
+        // The orphaned statement of the killed run was cancelled by the server, not left sleeping.
+        var orphans: Int64 = 1
+        for _ in 0..<100 where orphans > 0 {
+            orphans = try await observer.query("""
+                SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'SELECT pg_sleep(CASE%' AND pid <> pg_backend_pid()
+                """)[0].decode(Int64.self, at: 0)
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        #expect(orphans == 0)
+        await observer.close()
+    }
+
+    @Test func jsonOutputParsesBackAndExitCodesFollowTheDocumentation() async throws {
+        let fixture = try await MigrationFixture.make([
+            "0001_a.sql": "-- migrate:up\nCREATE TABLE a (x int);\n-- migrate:down\nDROP TABLE a;\n",
+            "0002_b.sql": "-- migrate:up\nCREATE TABLE b (x int);\n-- migrate:down\nDROP TABLE b;\n",
+        ])
+        let pending = try await fixture.tool(["status", "--exit-code"])
+        #expect(pending.status == 3)
+        #expect(pending.output.contains("pending      0001_a.sql"))
+
+        let up = try await fixture.tool(["up", "--json"])
+        #expect(up.status == 0, "\(up.errors)")
+        struct Report: Decodable { var direction: String; var migrations: [[String: String]] }
+        let report = try JSONDecoder().decode(Report.self, from: Data(up.output.utf8))
+        #expect(report.direction == "up" && report.migrations.map { $0["file"] } == ["0001_a.sql", "0002_b.sql"])
+
+        let status = try await fixture.tool(["status", "--json", "--exit-code"])
+        #expect(status.status == 0)
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .iso8601
+        let statuses = try decoder.decode([MigrationStatus].self, from: Data(status.output.utf8))
+        #expect(statuses.map(\.state) == [.applied, .applied])
+        #expect(statuses[0].applied?.checksum == statuses[0].checksum)
+
+        let plan = try await fixture.tool(["plan", "--down", "--json"])
+        #expect(plan.status == 0 && plan.output.contains("DROP TABLE b;") && !plan.output.contains("DROP TABLE a;"))
+
+        try fixture.write("0001_a.sql", "-- migrate:up\nCREATE TABLE a (x bigint);\n")
+        let edited = try await fixture.tool(["up", "--json"])
+        #expect(edited.status == 2)
+        let error = try JSONDecoder().decode([String: [String: String]].self, from: Data(edited.output.utf8))
+        #expect(error["error"]?["message"]?.contains("0001_a.sql: migration 0001 was applied with checksum") == true)
+        #expect(try await fixture.tool(["verify"]).status == 3)
+
+        let failing = try await ToolRun.run(["up", "--dir", fixture.folder + "/missing"], databaseURL: fixture.database.url(redactingPassword: false))
+        #expect(failing.status == 2 && failing.errors.contains("cannot read the migrations folder"))
+        let usage = try await fixture.tool(["down", "--steps", "0"])
+        #expect(usage.status == 64)
+        let badURL = try await ToolRun.run(["status", "--dir", fixture.folder, "--database-url", "postgres://app:s3cret-pass@localhost:99999/x"],
+                                           databaseURL: "")
+        #expect(badURL.status == 64 && badURL.errors.contains("invalid port") && !badURL.errors.contains("s3cret-pass"))
+    }
+
+    @Test func diffWithAnExportedModelIsEmptyOnceTheMigrationsAreApplied() async throws {
+        let fixture = try await MigratorTests.exampleApp()
+        let modelFile = fixture.folder + "/model.json"
+        try todoModel.schemaJSON().write(to: URL(fileURLWithPath: modelFile))
+        let before = try await fixture.tool(["diff", "--model", modelFile, "--exit-code"])
+        #expect(before.status == 3)
+        #expect(before.output.contains(#"CREATE TABLE "items""#))
+        #expect(try await fixture.tool(["up"]).status == 0)
+        let after = try await fixture.tool(["diff", "--model", modelFile, "--exit-code"])
+        #expect(after.status == 0, "\(after.output)")
+        #expect(after.output.contains("the database matches the model"))
+        let dump = try await fixture.tool(["dump"])
+        #expect(dump.output.contains(#"CREATE TABLE "player""#) && !dump.output.contains("postgres_data_migrations"))
+    }
+
+    @Test func lintReadsLiveTableSizes() async throws {
+        let fixture = try await MigrationFixture.make([
+            "0001_table.sql": "-- migrate:up\nCREATE TABLE big AS SELECT g AS x FROM generate_series(1, 50000) g;\nANALYZE big;\n",
+        ])
+        #expect(try await fixture.tool(["up"]).status == 0)
+        try fixture.write("0002_index.sql", "-- migrate:up\nCREATE INDEX big_x_idx ON big (x);\n")
+        let lint = try await fixture.tool(["lint"])
+        #expect(lint.status == 3)
+        #expect(lint.output.contains("0002_index.sql:2: error [index-without-concurrently]"))
+        #expect(lint.output.contains(#""big" is "#) && lint.output.contains("about 50k rows: this blocks writes to a"))
+        #expect(!lint.output.contains("0001_table.sql"))
+    }
+
+    @Test func newCreatesTheNextFile() async throws {
+        let fixture = try await MigrationFixture.make(["0007_a.sql": "-- migrate:up\nSELECT 1;\n"])
+        let run = try await fixture.tool(["new", "Add weights"])
+        #expect(run.status == 0)
+        let created = try String(contentsOfFile: fixture.folder + "/0008_add_weights.sql", encoding: .utf8)
+        #expect(created.contains("-- migrate:up") && created.contains("-- migrate:down"))
+    }
+}
