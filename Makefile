@@ -5,6 +5,7 @@
 
 demo:
 	@scripts/bootstrap.sh
+	swift build -c release --product postgres-data
 	swift run -c release postgres-data-demo
 
 test:

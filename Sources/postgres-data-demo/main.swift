@@ -2,6 +2,7 @@ import Foundation
 import PostgresClient
 import PostgresData
 import PostgresDataTesting
+import TodoExample
 
 // The README's first command: the seeds' story on 1,000,000 to-do items. The import goes
 // through PostgresData's object graph (a background context, batched saves); the later steps
@@ -15,14 +16,6 @@ struct Item {
     var weight: Int32
 }
 
-@Entity(tableName: "items")
-final class TodoItem: ManagedObject {
-    var name: String
-    var createdAt: Date
-    var done = false
-    @Attribute(minValue: 0) var weight: Int32 = 0
-}
-
 let rowCount = Int(ProcessInfo.processInfo.environment["DEMO_ROWS"] ?? "") ?? 1_000_000
 
 print("PostgresData demo — \(rowCount.formatted()) to-do items\n")
@@ -33,8 +26,29 @@ let connection = try await Connection.connect(database)
 let version = await connection.parameterStatus("server_version") ?? "?"
 print("  ✓ PostgreSQL \(version), database \(database.database ?? "?")\n")
 
-let container = PersistentContainer(name: "Todo", model: ManagedObjectModel(TodoItem.self))
-try await container.loadPersistentStores(configuration: database, options: .init(createSchemaIfMissing: true))
+// 0. The schema comes from migrations/, applied by the migration tool as a deploy would.
+print("• Applying migrations/ with `postgres-data up`")
+let tool = URL(fileURLWithPath: (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0])
+    .deletingLastPathComponent().appendingPathComponent("postgres-data")
+guard FileManager.default.isExecutableFile(atPath: tool.path) else {
+    print("  ✗ \(tool.path) is missing: build it first (swift build -c release --product postgres-data; `make demo` does)")
+    exit(1)
+}
+let migrate = Process()
+migrate.executableURL = tool
+migrate.arguments = ["up", "--dir", "migrations"]
+// The URL (with its password, if any) goes through the environment, never the command line.
+migrate.environment = ProcessInfo.processInfo.environment.merging(["DATABASE_URL": database.url(redactingPassword: false)]) { $1 }
+try migrate.run()
+migrate.waitUntilExit()
+guard migrate.terminationStatus == 0 else {
+    print("  ✗ postgres-data up failed with exit code \(migrate.terminationStatus)")
+    exit(1)
+}
+let container = PersistentContainer(name: "Todo", model: todoModel)
+// No createSchemaIfMissing: loading checks that the migrated schema is the model's.
+try await container.loadPersistentStores(configuration: database)
+print("  ✓ the migrated schema matches the model\n")
 
 // 1. Import: a private-queue context creates the objects; each save of 50,000 is one
 // transaction (keys in one round trip, rows by binary COPY); reset() keeps memory flat.
