@@ -7,13 +7,16 @@
 public struct SchemaDescription: Sendable, Hashable, Codable {
     /// One table.
     public struct Table: Sendable, Hashable, Codable {
+        /// The table's name.
         public var name: String
+        /// The columns, in order.
         public var columns: [Column]
         /// Named constraints: primary key, unique, check, foreign keys.
         public var constraints: [Constraint]
         /// Indexes that do not belong to a constraint.
         public var indexes: [Index]
 
+        /// A table.
         public init(name: String, columns: [Column] = [], constraints: [Constraint] = [], indexes: [Index] = []) {
             self.name = name
             self.columns = columns
@@ -24,15 +27,18 @@ public struct SchemaDescription: Sendable, Hashable, Codable {
 
     /// One column.
     public struct Column: Sendable, Hashable, Codable {
+        /// The column's name.
         public var name: String
         /// The type as PostgreSQL's `format_type` writes it (`bigint`, `timestamp with time zone`).
         public var type: String
+        /// False for `NOT NULL`.
         public var isNullable: Bool
         /// The default as SQL, when there is one.
         public var defaultExpression: String?
         /// `GENERATED … AS IDENTITY`.
         public var isIdentity: Bool
 
+        /// A column.
         public init(name: String, type: String, isNullable: Bool, defaultExpression: String? = nil, isIdentity: Bool = false) {
             self.name = name
             self.type = type
@@ -45,14 +51,19 @@ public struct SchemaDescription: Sendable, Hashable, Codable {
     /// A named constraint with its definition as `ALTER TABLE … ADD CONSTRAINT name` takes it
     /// (`CHECK (weight >= 0)`, `FOREIGN KEY (list_id) REFERENCES todo_list (id) …`).
     public struct Constraint: Sendable, Hashable, Codable {
+        /// The kind of constraint (`pg_constraint.contype`).
         public enum Kind: String, Sendable, Hashable, Codable {
             case primaryKey = "primary key", unique, check, foreignKey = "foreign key", exclusion
         }
 
+        /// The constraint's name.
         public var name: String
+        /// Its kind.
         public var kind: Kind
+        /// What follows the name in `ADD CONSTRAINT name …`.
         public var definition: String
 
+        /// A constraint.
         public init(name: String, kind: Kind, definition: String) {
             self.name = name
             self.kind = kind
@@ -62,9 +73,12 @@ public struct SchemaDescription: Sendable, Hashable, Codable {
 
     /// An index with the statement that creates it.
     public struct Index: Sendable, Hashable, Codable {
+        /// The index's name.
         public var name: String
+        /// Its `CREATE INDEX` statement.
         public var definition: String
 
+        /// An index.
         public init(name: String, definition: String) {
             self.name = name
             self.definition = definition
@@ -75,6 +89,7 @@ public struct SchemaDescription: Sendable, Hashable, Codable {
     /// does not matter: foreign keys are added after all tables).
     public var tables: [Table]
 
+    /// A schema of these tables.
     public init(tables: [Table]) {
         self.tables = tables
     }

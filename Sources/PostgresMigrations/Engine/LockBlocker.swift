@@ -4,7 +4,9 @@ import PostgresClient
 public struct LockBlocker: Sendable, Hashable, Codable, CustomStringConvertible {
     /// The blocking backend's process ID (`pg_cancel_backend(pid)` ends its statement).
     public var pid: Int32
+    /// Its database user.
     public var user: String?
+    /// Its `application_name`.
     public var applicationName: String?
     /// `active`, `idle in transaction`, …
     public var state: String?

@@ -22,34 +22,17 @@ struct MigrationSession {
         if migration.isTransactional {
             try refuseTransactionControl(statements, in: migration)
             onEvent(.started(migration, direction: .up, statementCount: statements.count, resumingAt: 0))
-            try await retryingLockTimeouts(migration) {
-                try await work.withTransaction { connection in
-                    try await setTimeouts(for: migration, local: true)
-                    for (index, statement) in statements.enumerated() {
-                        try await run(statement, of: migration)
-                        onEvent(.statementFinished(migration, index: index, statementCount: statements.count))
-                    }
-                    try await wrap {
-                        try await history.recordApplied(migration, duration: clock.now - start, appliedBy: appliedBy, on: connection)
-                    }
-                }
+            try await runInTransaction(statements, of: migration) { connection in
+                try await history.recordApplied(migration, duration: clock.now - start, appliedBy: appliedBy, on: connection)
             }
         } else {
             let done = row?.statementsApplied ?? 0
             onEvent(.started(migration, direction: .up, statementCount: statements.count, resumingAt: done))
             if row == nil { try await wrap { try await history.recordStarted(migration, appliedBy: appliedBy, on: work) } }
-            try await setTimeouts(for: migration, local: false)
-            for (index, statement) in statements.enumerated() where index >= done {
-                try await retryingLockTimeouts(migration) {
-                    try await runWatchingIndexes(statement, of: migration)
-                }
-                try await wrap { try await history.recordProgress(migration, statementsApplied: index + 1, on: work) }
-                onEvent(.statementFinished(migration, index: index, statementCount: statements.count))
+            try await runOneByOne(statements, of: migration, from: done) { index in
+                try await history.recordProgress(migration, statementsApplied: index + 1, on: work)
             }
-            _ = try await wrap {
-                try await history.recordCompleted(migration, duration: clock.now - start, on: work)
-                try await work.execute(script: "RESET lock_timeout; RESET statement_timeout")
-            }
+            try await wrap { try await history.recordCompleted(migration, duration: clock.now - start, on: work) }
         }
         onEvent(.finished(migration, direction: .up, duration: clock.now - start))
     }
@@ -64,28 +47,43 @@ struct MigrationSession {
         onEvent(.started(migration, direction: .down, statementCount: statements.count, resumingAt: 0))
         if migration.isTransactional {
             try refuseTransactionControl(statements, in: migration)
-            try await retryingLockTimeouts(migration) {
-                try await work.withTransaction { connection in
-                    try await setTimeouts(for: migration, local: true)
-                    for (index, statement) in statements.enumerated() {
-                        try await run(statement, of: migration)
-                        onEvent(.statementFinished(migration, index: index, statementCount: statements.count))
-                    }
-                    try await wrap { try await history.remove(row.version, on: connection) }
-                }
+            try await runInTransaction(statements, of: migration) { connection in
+                try await history.remove(row.version, on: connection)
             }
         } else {
-            try await setTimeouts(for: migration, local: false)
-            for (index, statement) in statements.enumerated() {
-                try await retryingLockTimeouts(migration) { try await runWatchingIndexes(statement, of: migration) }
-                onEvent(.statementFinished(migration, index: index, statementCount: statements.count))
-            }
-            _ = try await wrap {
-                try await history.remove(row.version, on: work)
-                try await work.execute(script: "RESET lock_timeout; RESET statement_timeout")
-            }
+            try await runOneByOne(statements, of: migration, from: 0) { _ in }
+            try await wrap { try await history.remove(row.version, on: work) }
         }
         onEvent(.finished(migration, direction: .down, duration: clock.now - start))
+    }
+
+    /// Runs the statements and `finish` (the history change) in one transaction, again
+    /// from the start after a lock timeout.
+    private func runInTransaction(_ statements: [SQLStatement], of migration: Migration,
+                                  finish: @escaping (Connection) async throws -> Void) async throws {
+        try await retryingLockTimeouts(migration) {
+            try await work.withTransaction { connection in
+                try await setTimeouts(for: migration, local: true)
+                for (index, statement) in statements.enumerated() {
+                    try await run(statement, of: migration)
+                    onEvent(.statementFinished(migration, index: index, statementCount: statements.count))
+                }
+                try await wrap { try await finish(connection) }
+            }
+        }
+    }
+
+    /// Runs the statements from `first` on outside a transaction (each commits alone), calling
+    /// `recorded` after each; a lock timeout retries only the statement that hit it.
+    private func runOneByOne(_ statements: [SQLStatement], of migration: Migration, from first: Int,
+                             recorded: (Int) async throws -> Void) async throws {
+        try await setTimeouts(for: migration, local: false)
+        for (index, statement) in statements.enumerated() where index >= first {
+            try await retryingLockTimeouts(migration) { try await runWatchingIndexes(statement, of: migration) }
+            try await wrap { try await recorded(index) }
+            onEvent(.statementFinished(migration, index: index, statementCount: statements.count))
+        }
+        try await wrap { try await work.execute(script: "RESET lock_timeout; RESET statement_timeout") }
     }
 
     private func refuseTransactionControl(_ statements: [SQLStatement], in migration: Migration) throws {

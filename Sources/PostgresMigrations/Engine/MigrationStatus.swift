@@ -1,5 +1,6 @@
 /// Where one migration stands: what `status` prints, one line per version.
 public struct MigrationStatus: Sendable, Hashable, Codable {
+    /// The states a version can be in.
     public enum State: String, Sendable, Hashable, Codable {
         /// Applied, and the file still has the checksum it was applied with.
         case applied
@@ -18,8 +19,11 @@ public struct MigrationStatus: Sendable, Hashable, Codable {
         case baseline
     }
 
+    /// The version.
     public var version: MigrationVersion
+    /// The description from the file name (or the history row).
     public var name: String
+    /// Where it stands.
     public var state: State
     /// The file, when there is one.
     public var fileName: String?
@@ -32,9 +36,12 @@ public struct MigrationStatus: Sendable, Hashable, Codable {
 /// The pure part of the runner: from the files and the history, what each version's state
 /// is and what `up` or `down` must run. Nothing here touches a database.
 public struct MigrationPlanner: Sendable {
+    /// The files, in version order.
     public let migrations: [Migration]
+    /// The history rows, in version order.
     public let history: [AppliedMigration]
 
+    /// A planner over the files of a folder and the rows of the history table.
     public init(migrations: [Migration], history: [AppliedMigration]) {
         self.migrations = migrations.sorted { $0.version < $1.version }
         self.history = history.sorted { $0.version < $1.version }

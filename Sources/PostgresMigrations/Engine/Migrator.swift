@@ -25,11 +25,15 @@ import PostgresClient
 /// Errors are ``MigrationError``s. Core Data has no equivalent: its migrations transform a
 /// store file that one process owns.
 public struct Migrator: Sendable {
+    /// The database.
     public let configuration: Configuration
+    /// The migrations.
     public let directory: MigrationDirectory
+    /// Timeouts, retries and permissions.
     public let options: MigratorOptions
     private let onEvent: @Sendable (MigrationEvent) -> Void
 
+    /// A runner of `directory` on the database of `configuration`; `onEvent` hears progress (from any thread).
     public init(configuration: Configuration, directory: MigrationDirectory, options: MigratorOptions = MigratorOptions(),
                 onEvent: @escaping @Sendable (MigrationEvent) -> Void = { _ in }) {
         self.configuration = configuration

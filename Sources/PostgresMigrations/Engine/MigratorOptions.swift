@@ -16,6 +16,7 @@ public struct MigratorOptions: Sendable {
     public var lockRetries = 5
     /// The first wait before a retry; it doubles each time, up to ``maximumRetryDelay``.
     public var retryDelay: Duration = .seconds(1)
+    /// The longest wait between two retries.
     public var maximumRetryDelay: Duration = .seconds(30)
     /// How long to wait for another runner that holds the migration lock.
     public var migrationLockWait: Duration = .seconds(600)
@@ -25,6 +26,7 @@ public struct MigratorOptions: Sendable {
     /// concurrently instead of failing.
     public var rebuildInvalidIndexes = false
 
+    /// The defaults: lock_timeout 5s, statement_timeout 30min, 5 retries from 1 s, 10 minutes for the migration lock.
     public init() {}
 }
 
@@ -43,6 +45,7 @@ public enum MigrationEvent: Sendable {
     /// A migration finished.
     case finished(Migration, direction: Direction, duration: Duration)
 
+    /// Applying (up) or reverting (down).
     public enum Direction: String, Sendable, Codable {
         case up, down
     }

@@ -3,6 +3,7 @@ import Foundation
 /// One row of the history table: a migration that was applied (or is being applied,
 /// outside a transaction), or the baseline.
 public struct AppliedMigration: Sendable, Hashable, Codable {
+    /// Whether the row records a migration that ran or a baseline.
     public enum Kind: String, Sendable, Hashable, Codable {
         /// A migration file that ran.
         case migration
@@ -10,10 +11,15 @@ public struct AppliedMigration: Sendable, Hashable, Codable {
         case baseline
     }
 
+    /// The version as the file name wrote it.
     public var version: MigrationVersion
+    /// The file name's description.
     public var name: String
+    /// The up section's checksum when it was applied.
     public var checksum: MigrationChecksum
+    /// Migration or baseline.
     public var kind: Kind
+    /// When it finished (or, while under way, when it started).
     public var appliedAt: Date
     /// How long it took; nil while a non-transactional migration is under way.
     public var duration: Duration?

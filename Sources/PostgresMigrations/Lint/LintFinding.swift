@@ -1,5 +1,6 @@
 /// A dangerous operation found in a migration by ``MigrationLinter``.
 public struct LintFinding: Sendable, Hashable, Codable, CustomStringConvertible {
+    /// How bad a finding is; errors make `lint` exit with 3.
     public enum Severity: String, Sendable, Hashable, Codable {
         /// Will fail, or will block reads and writes for a long time on a big table.
         case error
@@ -10,8 +11,11 @@ public struct LintFinding: Sendable, Hashable, Codable, CustomStringConvertible 
     /// The rule's identifier (`index-without-concurrently`); `-- lint:ignore <rule>` in the
     /// comments right before a statement silences it for that statement.
     public var rule: String
+    /// Error or warning.
     public var severity: Severity
+    /// The migration file.
     public var file: String
+    /// The line of the statement in the file.
     public var line: Int
     /// What the statement does and why it is dangerous.
     public var message: String
@@ -29,9 +33,12 @@ public struct LintFinding: Sendable, Hashable, Codable, CustomStringConvertible 
 
 /// What the linter knows about a table from the live database.
 public struct TableSize: Sendable, Hashable {
+    /// `pg_total_relation_size`: the table with its indexes and TOAST.
     public var bytes: Int64
+    /// The planner's row estimate (`pg_class.reltuples`).
     public var estimatedRows: Int64
 
+    /// A size as read from the catalog.
     public init(bytes: Int64, estimatedRows: Int64) {
         self.bytes = bytes
         self.estimatedRows = estimatedRows

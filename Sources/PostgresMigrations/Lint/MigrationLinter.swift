@@ -20,6 +20,7 @@ public struct MigrationLinter: Sendable {
     /// Sizes of the live tables by name; nil when no database was given.
     public var tableSizes: [String: TableSize]?
 
+    /// A linter for files run with `defaultLockTimeout`, with live `tableSizes` when a database was read.
     public init(defaultLockTimeout: String = MigratorOptions().lockTimeout, tableSizes: [String: TableSize]? = nil) {
         self.defaultLockTimeout = defaultLockTimeout
         self.tableSizes = tableSizes

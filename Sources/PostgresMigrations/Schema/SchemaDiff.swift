@@ -14,6 +14,7 @@ public struct SchemaDiff: Sendable {
     /// What differs but is left alone (extra tables and columns, changed definitions).
     public private(set) var notes: [String] = []
 
+    /// True when the live schema already is the target.
     public var isEmpty: Bool { statements.isEmpty }
 
     /// Compares `live` with `target`.
