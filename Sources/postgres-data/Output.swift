@@ -79,7 +79,7 @@ struct Output: Sendable {
         switch error as? MigrationError {
         case .invalidFile?, .duplicateVersion?, .edited?, .outOfOrder?, .unknownVersion?, .noDownSection?, .transactionControl?, .baselineRefused?:
             return ExitCode(2)
-        case .lockTimeout?, .migrationLockTimeout?:
+        case .lockTimeout?, .migrationLockTimeout?, .migrationLockLost?:
             return ExitCode(4)
         case .statementFailed?, .invalidIndex?, .database?:
             return ExitCode(1)

@@ -140,6 +140,31 @@ struct MigratorTests {
         #expect(retry?.first?.pid == blocker.backendPID)
     }
 
+    @Test func losingTheMigrationLockStopsTheRunBeforeTheNextStatement() async throws {
+        let fixture = try await MigrationFixture.make([
+            "0001_steps.sql": "-- migrate:no-transaction\n-- migrate:up\nSELECT pg_sleep(0.5);\nCREATE TABLE after_sleep (x int);\n",
+        ])
+        let run = Task { try await fixture.migrator().up() }
+        let admin = try await fixture.connect()
+        // Once the first statement runs, the lock's backend is terminated.
+        while try await admin.query("SELECT count(*) FROM pg_stat_activity WHERE query = 'SELECT pg_sleep(0.5)'")[0]
+                .decode(Int64.self, at: 0) == 0 {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        try await admin.query("""
+            SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+            WHERE datname = current_database() AND application_name = 'postgres-data lock'
+            """)
+        await admin.close()
+        await #expect { try await run.value } throws: { error in
+            if case .migrationLockLost? = error as? MigrationError { return true }
+            return false
+        }
+        #expect(try await !fixture.tableExists("after_sleep"))
+        #expect(try await fixture.migrator().up().count == 1)
+        #expect(try await fixture.tableExists("after_sleep"))
+    }
+
     @Test func anInvalidIndexLeftByConcurrentlyIsDetectedAndDropped() async throws {
         let fixture = try await MigrationFixture.make([
             "0001_table.sql": "-- migrate:up\nCREATE TABLE dup (x int);\nINSERT INTO dup VALUES (1), (1);\n",

@@ -24,6 +24,9 @@ public enum MigrationError: Error, Sendable, CustomStringConvertible {
     case lockTimeout(file: String, line: Int, attempts: Int, blockers: [LockBlocker], underlying: PostgresError)
     /// Another runner held the migration lock longer than the runner was willing to wait.
     case migrationLockTimeout(waited: Duration, holder: LockBlocker?)
+    /// The connection holding the migration lock was lost mid-run; the runner stopped before
+    /// the next migration or statement.
+    case migrationLockLost
     /// `CREATE INDEX CONCURRENTLY` (or `REINDEX CONCURRENTLY`) left an invalid index; it was dropped.
     case invalidIndex(file: String, line: Int, indexes: [String], underlying: PostgresError?)
     /// `BEGIN`, `COMMIT` or `ROLLBACK` in a migration the runner wraps in a transaction.
@@ -63,6 +66,9 @@ public enum MigrationError: Error, Sendable, CustomStringConvertible {
         case .migrationLockTimeout(let waited, let holder):
             return "another runner held the migration lock for \(waited) and this one stopped waiting"
                 + (holder.map { "; it is \($0)" } ?? "")
+        case .migrationLockLost:
+            return "the connection holding the migration lock was lost (terminated?), so another runner may have started: "
+                + "stopped before running anything more. Run up again; a half-done non-transactional migration resumes."
         case .invalidIndex(let file, let line, let indexes, let error):
             var text = "\(location(file, line)): the statement left the invalid index \(indexes.joined(separator: ", ")); it was dropped again"
             if let error { text += ". The statement failed: \(Self.describe(error))" }

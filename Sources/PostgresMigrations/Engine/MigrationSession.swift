@@ -9,6 +9,8 @@ struct MigrationSession {
     let observer: Connection
     let rows: [AppliedMigration]
     let appliedBy: String
+    /// The advisory lock's key text.
+    let lockKey: String
     let onEvent: @Sendable (MigrationEvent) -> Void
 
     private var options: MigratorOptions { migrator.options }
@@ -16,6 +18,7 @@ struct MigrationSession {
 
     /// Applies `migration`; `row` is its history row when a previous run left it half done.
     func apply(_ migration: Migration, resumingFrom row: AppliedMigration?) async throws {
+        try await ensureLockHeld()
         let statements = try migration.up.statements(file: migration.fileName)
         let clock = ContinuousClock()
         let start = clock.now
@@ -40,6 +43,7 @@ struct MigrationSession {
     /// Runs the down section of `migration` and removes its history row, in one transaction
     /// unless the file says `-- migrate:no-transaction`.
     func revert(_ migration: Migration, row: AppliedMigration) async throws {
+        try await ensureLockHeld()
         guard let down = migration.down else { throw MigrationError.noDownSection(file: migration.fileName) }
         let statements = try down.statements(file: migration.fileName)
         let clock = ContinuousClock()
@@ -79,11 +83,29 @@ struct MigrationSession {
                              recorded: (Int) async throws -> Void) async throws {
         try await setTimeouts(for: migration, local: false)
         for (index, statement) in statements.enumerated() where index >= first {
+            try await ensureLockHeld()
             try await retryingLockTimeouts(migration) { try await runWatchingIndexes(statement, of: migration) }
             try await wrap { try await recorded(index) }
             onEvent(.statementFinished(migration, index: index, statementCount: statements.count))
         }
         try await wrap { try await work.execute(script: "RESET lock_timeout; RESET statement_timeout") }
+    }
+
+    /// Fails when the lock connection no longer holds the migration lock (its backend was
+    /// terminated, say): another runner may have started, so nothing more may run. A
+    /// transactional migration is safe regardless (its history row's primary key), a
+    /// statement outside a transaction is not.
+    private func ensureLockHeld() async throws {
+        let held: Bool
+        do {
+            held = try await observer.query("""
+                SELECT EXISTS (SELECT FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid() AND granted
+                               AND ((classid::bigint << 32) | objid::bigint) = hashtextextended($1, 0))
+                """, lockKey)[0].decode(Bool.self, at: 0)
+        } catch {
+            held = false
+        }
+        guard held else { throw MigrationError.migrationLockLost }
     }
 
     private func refuseTransactionControl(_ statements: [SQLStatement], in migration: Migration) throws {

@@ -164,7 +164,7 @@ public struct Migrator: Sendable {
             try await acquire(key, on: lock)
             do {
                 let result = try await withConnection(role: "migrate") { work in
-                    try await body(try await session(work: work, observer: lock))
+                    try await body(try await session(work: work, observer: lock, lockKey: key))
                 }
                 _ = try? await lock.query("SELECT pg_advisory_unlock(hashtextextended($1, 0))", key)
                 return result
@@ -175,7 +175,7 @@ public struct Migrator: Sendable {
         }
     }
 
-    private func session(work: Connection, observer lock: Connection) async throws -> MigrationSession {
+    private func session(work: Connection, observer lock: Connection, lockKey: String) async throws -> MigrationSession {
         try await wrap {
             if await work.serverVersion >= 140000 {
                 // A statement whose runner died is cancelled instead of running on.
@@ -185,7 +185,7 @@ public struct Migrator: Sendable {
             let user = try await work.query("SELECT current_user::text")[0].decode(String.self, at: 0)
             let appliedBy = "\(user) on \(ProcessInfo.processInfo.hostName), pid \(getpid())"
             return MigrationSession(migrator: self, work: work, observer: lock, rows: try await history.rows(on: work),
-                                    appliedBy: appliedBy, onEvent: onEvent)
+                                    appliedBy: appliedBy, lockKey: lockKey, onEvent: onEvent)
         }
     }
 
