@@ -61,5 +61,6 @@ struct LintCommand: ToolCommand {
 
     private var hasDatabase: Bool {
         common.databaseURL != nil || !(ProcessInfo.processInfo.environment["DATABASE_URL"] ?? "").isEmpty
+            || !(DotEnv.read(".env")["DATABASE_URL"] ?? "").isEmpty
     }
 }
