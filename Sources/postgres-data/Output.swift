@@ -55,7 +55,7 @@ struct Output: Sendable {
     /// Reports `error` (as text on standard error, or as JSON) and returns the exit code.
     func fail(_ error: Error) -> ExitCode {
         let code = Self.exitCode(for: error)
-        let message = (error as? MigrationError)?.description ?? (error as? PostgresError).map(Self.describe) ?? "\(error)"
+        let message = (error as? MigrationError)?.description ?? (error as? PostgresError).map { MigrationError.database($0).description } ?? "\(error)"
         if json {
             var body: [String: String] = ["message": message, "exitCode": String(code.rawValue)]
             if let state = (error as? MigrationError)?.sqlState ?? (error as? PostgresError)?.sqlState { body["sqlState"] = state.code }
@@ -65,13 +65,6 @@ struct Output: Sendable {
             FileHandle.standardError.write(Data((styled("error: ", .red) + message + "\n").utf8))
         }
         return code
-    }
-
-    static func describe(_ error: PostgresError) -> String {
-        var text = error.message
-        if let state = error.sqlState { text += " (SQLSTATE \(state))" }
-        if let hint = error.hint { text += "\n  HINT: \(hint)" }
-        return text
     }
 
     /// The documented exit code of an error.

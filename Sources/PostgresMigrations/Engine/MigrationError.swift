@@ -102,10 +102,13 @@ public enum MigrationError: Error, Sendable, CustomStringConvertible {
     }
 
     /// The SQLSTATE of the server error inside, if any.
-    public var sqlState: SQLState? {
+    public var sqlState: SQLState? { underlying?.sqlState }
+
+    /// The server error inside, if any.
+    public var underlying: PostgresError? {
         switch self {
-        case .statementFailed(_, _, _, let error), .lockTimeout(_, _, _, _, let error), .database(let error): error.sqlState
-        case .invalidIndex(_, _, _, let error): error?.sqlState
+        case .statementFailed(_, _, _, let error), .lockTimeout(_, _, _, _, let error), .database(let error): error
+        case .invalidIndex(_, _, _, let error): error
         default: nil
         }
     }

@@ -169,10 +169,8 @@ struct MigrationSession {
         for index in invalid.sorted() {
             _ = try await wrap { try await work.execute(script: "DROP INDEX CONCURRENTLY IF EXISTS \(index)") }
         }
-        var underlying: PostgresError?
-        if case .statementFailed(_, _, _, let error)? = failure as? MigrationError { underlying = error }
-        if case .lockTimeout(_, _, _, _, let error)? = failure as? MigrationError { underlying = error }
-        throw MigrationError.invalidIndex(file: migration.fileName, line: statement.line, indexes: invalid.sorted(), underlying: underlying)
+        throw MigrationError.invalidIndex(file: migration.fileName, line: statement.line, indexes: invalid.sorted(),
+                                          underlying: (failure as? MigrationError)?.underlying)
     }
 
     /// Runs `body` again after a lock timeout, with back-off, up to `lockRetries` times.

@@ -158,20 +158,20 @@ public struct Migrator: Sendable {
 
     /// Takes the migration lock on a connection of its own, opens the working connection,
     /// creates the history table if needed and runs `body`; always releases the lock.
-    private func locked<Result: Sendable>(_ body: (MigrationSession) async throws -> Result) async throws -> Result {
+    private func locked<Value: Sendable>(_ body: (MigrationSession) async throws -> Value) async throws -> Value {
         try await withConnection(role: "lock") { lock in
             let key = "postgres-data:" + options.historyTable
             try await acquire(key, on: lock)
+            let outcome: Result<Value, Error>
             do {
-                let result = try await withConnection(role: "migrate") { work in
+                outcome = .success(try await withConnection(role: "migrate") { work in
                     try await body(try await session(work: work, observer: lock, lockKey: key))
-                }
-                _ = try? await lock.query("SELECT pg_advisory_unlock(hashtextextended($1, 0))", key)
-                return result
+                })
             } catch {
-                _ = try? await lock.query("SELECT pg_advisory_unlock(hashtextextended($1, 0))", key)
-                throw error
+                outcome = .failure(error)
             }
+            _ = try? await lock.query("SELECT pg_advisory_unlock(hashtextextended($1, 0))", key)
+            return try outcome.get()
         }
     }
 
