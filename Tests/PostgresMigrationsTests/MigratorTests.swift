@@ -142,27 +142,32 @@ struct MigratorTests {
 
     @Test func losingTheMigrationLockStopsTheRunBeforeTheNextStatement() async throws {
         let fixture = try await MigrationFixture.make([
-            "0001_steps.sql": "-- migrate:no-transaction\n-- migrate:up\nSELECT pg_sleep(0.5);\nCREATE TABLE after_sleep (x int);\n",
+            "0001_steps.sql": "-- migrate:no-transaction\n-- migrate:up\nSELECT pg_advisory_xact_lock(4242);\nCREATE TABLE after_gate (x int);\n",
         ])
+        // The first statement waits for a lock the test holds; meanwhile the migration lock's backend is terminated.
+        let gate = try await fixture.connect()
+        try await gate.query("SELECT pg_advisory_lock(4242)")
         let run = Task { try await fixture.migrator().up() }
-        let admin = try await fixture.connect()
-        // Once the first statement runs, the lock's backend is terminated.
-        while try await admin.query("SELECT count(*) FROM pg_stat_activity WHERE query = 'SELECT pg_sleep(0.5)'")[0]
-                .decode(Int64.self, at: 0) == 0 {
+        while try await gate.query("""
+                SELECT count(*) FROM pg_stat_activity
+                WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE 'SELECT pg_advisory_xact_lock(4242)%'
+                """)[0].decode(Int64.self, at: 0) == 0 {
             try await Task.sleep(for: .milliseconds(10))
         }
-        try await admin.query("""
+        let terminated = try await gate.query("""
             SELECT pg_terminate_backend(pid) FROM pg_stat_activity
             WHERE datname = current_database() AND application_name = 'postgres-data lock'
             """)
-        await admin.close()
+        #expect(terminated.count == 1)
+        try await gate.query("SELECT pg_advisory_unlock(4242)")
+        await gate.close()
         await #expect { try await run.value } throws: { error in
             if case .migrationLockLost? = error as? MigrationError { return true }
             return false
         }
-        #expect(try await !fixture.tableExists("after_sleep"))
+        #expect(try await !fixture.tableExists("after_gate"))
         #expect(try await fixture.migrator().up().count == 1)
-        #expect(try await fixture.tableExists("after_sleep"))
+        #expect(try await fixture.tableExists("after_gate"))
     }
 
     @Test func anInvalidIndexLeftByConcurrentlyIsDetectedAndDropped() async throws {
