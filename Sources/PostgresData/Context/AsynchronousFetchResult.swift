@@ -115,6 +115,9 @@ public final class AsynchronousFetchResult<Result>: @unchecked Sendable {
         if cancelNow { task.cancel() }
     }
 
+    /// True once ``cancel()`` was called: batches still arriving are not registered.
+    var isCancelRequested: Bool { state.withLock { $0.isCancelRequested } }
+
     func setEstimate(_ count: Int) {
         state.withLock { state in
             state.estimatedResultCount = count

@@ -22,6 +22,8 @@ extension ManagedObjectContext {
                     estimated: { count in await self.perform { result.setEstimate(count) } },
                     deliver: { batch in
                         await self.perform {
+                            // A cancelled fetch delivers nothing: the batch is not worth registering.
+                            guard !result.isCancelRequested else { return }
                             let objects = fetch.register(batch, in: self)
                             collected.objects.append(contentsOf: objects)
                             let update = result.advance(by: objects.count)

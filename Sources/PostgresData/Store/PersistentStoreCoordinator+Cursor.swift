@@ -45,6 +45,7 @@ extension PersistentStoreCoordinator {
                 do {
                     for try await result in connection.stream(sql, bindings: bindings, mode: .cursor(batchSize: batchSize)) {
                         let batch = try decode(result)
+                        try Task.checkCancellation()
                         try await delivering?.value
                         if overlapping {
                             delivering = Task { try await deliver(batch) }
