@@ -1,0 +1,46 @@
+import Foundation
+import PostgresData
+import Testing
+
+/// Object IDs as keys of large hash tables (identity maps, the row cache): equal IDs meet,
+/// different ones stay apart, whatever the entity, the kind of ID or the pattern of keys.
+@Suite struct ManagedObjectIDTests {
+    private let coordinator = PersistentContainer(name: "IDs", model: testModel).persistentStoreCoordinator
+
+    private func id(_ entity: String, _ key: Int) throws -> ManagedObjectID {
+        try #require(coordinator.managedObjectID(forURIRepresentation: URL(string: "x-postgresdata://\(entity)/p\(key)")!))
+    }
+
+    @Test func runsOfKeysOfSeveralEntitiesHashApart() throws {
+        var ids = Set<ManagedObjectID>()
+        for key in 1...20_000 {
+            ids.insert(try id("Item", key))
+            ids.insert(try id("Team", key))
+        }
+        // Keys a power of two apart, the pattern a power-of-two table handles worst.
+        for key in stride(from: 1 << 20, through: (1 << 20) + 4096 * 2_000, by: 4096) { ids.insert(try id("Item", key)) }
+        #expect(ids.count == 40_000 + 2_001)
+        #expect(try ids.contains(id("Team", 20_000)) && !ids.contains(id("Team", 20_001)))
+        #expect(try ids.contains(id("Item", (1 << 20) + 4096)) && !ids.contains(id("Item", (1 << 20) + 4095)))
+        // Copied in iteration order into a table that grows from empty: every ID arrives.
+        var copy = Set<ManagedObjectID>()
+        for id in ids { copy.insert(id) }
+        #expect(copy == ids)
+        // The same key in another entity is another ID.
+        let (item, team, again) = (try id("Item", 7), try id("Team", 7), try id("Item", 7))
+        #expect(item != team && item == again)
+    }
+
+    @Test func temporaryAndPermanentIDsWithTheSameNumberDiffer() async throws {
+        let container = PersistentContainer(name: "IDs", model: testModel)
+        let temporary = await container.viewContext.perform {
+            let item = Item(context: container.viewContext)
+            return item.objectID
+        }
+        #expect(temporary.isTemporaryID)
+        let number = try #require(Int(temporary.uriRepresentation().lastPathComponent.dropFirst()))
+        let permanent = try id("Item", number)
+        #expect(permanent != temporary)
+        #expect(Set([permanent, temporary, permanent]).count == 2)
+    }
+}
