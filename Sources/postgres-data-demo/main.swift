@@ -16,4 +16,5 @@ do {
     exit(1)
 }
 await database.cleanUp()
-print("\nDone in \(ProgressBar.format(ContinuousClock.now - start)). A throwaway server and its data are removed as the demo exits.")
+print("\nDone in \(ProgressBar.format(ContinuousClock.now - start))."
+      + (database.schema == nil ? " The throwaway server and its data are removed as the demo exits." : ""))
