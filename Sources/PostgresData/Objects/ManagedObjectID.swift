@@ -73,7 +73,7 @@ public struct ManagedObjectID: Sendable, Hashable, CustomStringConvertible {
         hasher.combine(key)
     }
 
-    // Hash tables of IDs (the identity maps, the row cache) hold up to millions of rows whose
+    // Hash tables of IDs (the contexts' identity maps) hold up to millions of rows whose
     // keys mostly come in runs (bigserial). Runs of 64 consecutive keys hash to 64 consecutive
     // buckets, so that registering a fetch's rows, and growing the table, walk memory in
     // order instead of missing the cache at every row; the runs themselves are scattered by a
