@@ -11,7 +11,7 @@ demo:
 test:
 	@scripts/bootstrap.sh
 	swift build --build-tests
-	swift test
+	scripts/test.sh
 
 build:
 	@scripts/bootstrap.sh

@@ -150,8 +150,7 @@ public final class TemporaryPostgres: Sendable {
             if [ -f '\(pidFile)' ]; then kill -QUIT "$(head -1 '\(pidFile)')" 2>/dev/null; sleep 1; fi
             rm -rf '\(directory)'
             """
-        _ = try? ChildProcess.run(["/bin/sh", "-c", script], environment: ProcessInfo.processInfo.environment,
-                                  outputPath: nil, wait: false)
+        _ = try? ChildProcess(["/bin/sh", "-c", script], environment: ProcessInfo.processInfo.environment, outputPath: nil)
     }
 
     /// Runs a server binary, as the server user when this process is root; returns its output.

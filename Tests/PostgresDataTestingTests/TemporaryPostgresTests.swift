@@ -46,4 +46,18 @@ struct TemporaryPostgresTests {
         await a.close()
         await b.close()
     }
+
+    /// A descriptor open in this process (Foundation's `Process` keeps one per child to notice
+    /// its exit) must not leak into children, or their lifetime hides that exit.
+    @Test func childProcessesInheritOnlyTheStandardDescriptors() async throws {
+        var ends: [Int32] = [0, 0]
+        #expect(pipe(&ends) == 0)
+        defer { ends.forEach { close($0) } }
+        let output = FileManager.default.temporaryDirectory.appendingPathComponent("fds-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: output) }
+        let child = try ChildProcess(["/bin/sh", "-c", "ls /proc/$$/fd"], environment: [:], outputPath: output)
+        #expect(await child.exit(within: .seconds(30)) == 0)
+        #expect(try String(contentsOfFile: output, encoding: .utf8).split(separator: "\n") == ["0", "1", "2"])
+        #expect(!child.isRunning)
+    }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import PostgresClient
 import PostgresData
+import PostgresDataTesting
 import Testing
 
 /// The seeds' scenarios, each against a real PostgreSQL.
@@ -55,15 +56,17 @@ import Testing
             try view.save()
             return item.objectID
         }
-        var notifications = view.notifications().makeAsyncIterator()
+        let notifications = view.notifications()
         try await container.performBackgroundTask { context in
             let item = try #require(try context.existingObject(with: id) as? Item)
             item.name = "renamed"
             try context.save()
         }
         // The merge posts objects-did-change with the refreshed object.
-        while let notification = await notifications.next() {
-            if case .objectsDidChange(let changes) = notification, changes.refreshedObjectIDs.contains(id) { break }
+        try await Deadline.within(.seconds(60), "objects-did-change refreshing the saved object") {
+            for await notification in notifications {
+                if case .objectsDidChange(let changes) = notification, changes.refreshedObjectIDs.contains(id) { return }
+            }
         }
         let name = await view.perform { (view.registeredObject(for: id) as? Item)?.name }
         #expect(name == "renamed")

@@ -1,5 +1,6 @@
 import Foundation
 import PostgresData
+import PostgresDataTesting
 import Testing
 
 @Suite struct MergingTests {
@@ -98,13 +99,15 @@ import Testing
         let child = ManagedObjectContext(concurrencyType: .privateQueue, parent: parent)
         child.automaticallyMergesChangesFromParent = true
         try await child.perform { _ = try child.existingObject(with: id) }
-        var notifications = child.notifications().makeAsyncIterator()
+        let notifications = child.notifications()
         try await parent.perform {
             (parent.registeredObject(for: id) as? Item)?.name = "after"
             try parent.save()
         }
-        while let notification = await notifications.next() {
-            if case .objectsDidChange(let changes) = notification, changes.refreshedObjectIDs.contains(id) { break }
+        try await Deadline.within(.seconds(60), "objects-did-change refreshing the saved object") {
+            for await notification in notifications {
+                if case .objectsDidChange(let changes) = notification, changes.refreshedObjectIDs.contains(id) { return }
+            }
         }
         let name = await child.perform { (child.registeredObject(for: id) as? Item)?.name }
         #expect(name == "after")

@@ -91,7 +91,7 @@ struct ToolMissing: Error, CustomStringConvertible {
 
 /// A `postgres-data` process under way.
 final class RunningTool: Sendable {
-    private let process: Process
+    private let process: ChildProcess
     private let outputPath: String
     private let errorPath: String
 
@@ -99,32 +99,25 @@ final class RunningTool: Sendable {
         let base = NSTemporaryDirectory() + "pd-tool-\(UUID().uuidString.prefix(8))"
         outputPath = base + ".out"
         errorPath = base + ".err"
-        _ = FileManager.default.createFile(atPath: outputPath, contents: nil)
-        _ = FileManager.default.createFile(atPath: errorPath, contents: nil)
-        process = Process()
-        process.executableURL = URL(fileURLWithPath: binary)
-        process.arguments = arguments
         var environment = ProcessInfo.processInfo.environment
         environment["DATABASE_URL"] = databaseURL
         environment["NO_COLOR"] = "1"
-        process.environment = environment
-        process.standardOutput = FileHandle(forWritingAtPath: outputPath)
-        process.standardError = FileHandle(forWritingAtPath: errorPath)
-        try process.run()
+        process = try ChildProcess([binary] + arguments, environment: environment, outputPath: outputPath, errorPath: errorPath)
     }
 
     var isRunning: Bool { process.isRunning }
 
     func kill() {
-        Foundation.kill(process.processIdentifier, SIGKILL)
+        process.kill()
     }
 
     func finish() async -> ToolRun {
-        while process.isRunning { try? await Task.sleep(for: .milliseconds(20)) }
+        // A tool that has not ended after two minutes is stuck: killed, so that its output shows where.
+        let status = await process.exit(within: .seconds(120))
         let output = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
         let errors = (try? String(contentsOfFile: errorPath, encoding: .utf8)) ?? ""
         try? FileManager.default.removeItem(atPath: outputPath)
         try? FileManager.default.removeItem(atPath: errorPath)
-        return ToolRun(status: process.terminationStatus, output: output, errors: errors)
+        return ToolRun(status: status, output: output, errors: errors)
     }
 }

@@ -111,7 +111,7 @@ struct MigratorTests {
     @Test func aLockTimeoutIsRetriedReportsTheBlockerAndSucceedsOnceReleased() async throws {
         let fixture = try await MigrationFixture.make([
             "0001_table.sql": "-- migrate:up\nCREATE TABLE busy (x int);\n",
-            "0002_alter.sql": "-- migrate:lock-timeout 200ms\n-- migrate:up\nALTER TABLE busy ADD COLUMN y int;\n",
+            "0002_alter.sql": "-- migrate:lock-timeout 500ms\n-- migrate:up\nALTER TABLE busy ADD COLUMN y int;\n",
         ])
         try await fixture.migrator().up(to: MigrationVersion("0001"))
         let blocker = try await fixture.connect()
@@ -127,8 +127,8 @@ struct MigratorTests {
         // Released during the retries: the migration goes through.
         let events = Locked<[MigrationEvent]>([])
         let release = Task {
-            while !events.withLock({ $0.contains { if case .retrying = $0 { true } else { false } } }) {
-                try await Task.sleep(for: .milliseconds(20))
+            try await Deadline.poll("a retry after the lock timeout") {
+                events.withLock { $0.contains { if case .retrying = $0 { true } else { false } } }
             }
             try await blocker.execute(script: "COMMIT")
         }
@@ -148,11 +148,11 @@ struct MigratorTests {
         let gate = try await fixture.connect()
         try await gate.query("SELECT pg_advisory_lock(4242)")
         let run = Task { try await fixture.migrator().up() }
-        while try await gate.query("""
+        try await Deadline.poll("the migration's first statement waiting on the test's lock") {
+            try await gate.query("""
                 SELECT count(*) FROM pg_stat_activity
                 WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE 'SELECT pg_advisory_xact_lock(4242)%'
-                """)[0].decode(Int64.self, at: 0) == 0 {
-            try await Task.sleep(for: .milliseconds(10))
+                """)[0].decode(Int64.self, at: 0) > 0
         }
         let terminated = try await gate.query("""
             SELECT pg_terminate_backend(pid) FROM pg_stat_activity

@@ -41,11 +41,11 @@ struct ToolTests {
         let run = try ToolRun.start(["up", "--dir", fixture.folder], databaseURL: fixture.database.url(redactingPassword: false))
         let observer = try await fixture.connect()
         // Wait until the first statement is recorded and the second is sleeping, then kill the tool.
-        while try await observer.query("""
-            SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'SELECT pg_sleep(CASE%'
-            """)[0].decode(Int64.self, at: 0) == 0 {
+        try await Deadline.poll("the tool's second statement", interval: .milliseconds(50)) {
             try #require(run.isRunning, "the tool ended before its second statement")
-            try await Task.sleep(for: .milliseconds(50))
+            return try await observer.query("""
+                SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'SELECT pg_sleep(CASE%'
+                """)[0].decode(Int64.self, at: 0) > 0
         }
         run.kill()
         _ = await run.finish()

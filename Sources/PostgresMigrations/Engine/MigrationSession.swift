@@ -177,10 +177,14 @@ struct MigrationSession {
     private func retryingLockTimeouts(_ migration: Migration, _ body: () async throws -> Void) async throws {
         var attempt = 1
         var delay = options.retryDelay
+        var lastSeen: [LockBlocker] = []
         while true {
             do {
                 return try await body()
-            } catch MigrationError.lockTimeout(let file, let line, _, let blockers, let error) {
+            } catch MigrationError.lockTimeout(let file, let line, _, let seen, let error) {
+                // An attempt too short to see its blockers reports those of an earlier one.
+                if !seen.isEmpty { lastSeen = seen }
+                let blockers = lastSeen
                 guard attempt <= options.lockRetries else {
                     throw MigrationError.lockTimeout(file: file, line: line, attempts: attempt, blockers: blockers, underlying: error)
                 }
