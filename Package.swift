@@ -70,6 +70,14 @@ let package = Package(
             name: "PostgresDataTesting",
             dependencies: ["PostgresClient", "CLibPQ"]
         ),
+        .target(
+            name: "StressWorkload",
+            dependencies: ["PostgresData", "PostgresClient"]
+        ),
+        .executableTarget(
+            name: "postgres-data-stress",
+            dependencies: ["StressWorkload", "PostgresData"]
+        ),
         .executableTarget(
             name: "postgres-data-demo",
             dependencies: ["PostgresData", "PostgresClient", "PostgresDataTesting", "TodoExample"]
@@ -96,6 +104,10 @@ let package = Package(
                 "PostgresDataMacros",
                 .product(name: "SwiftSyntaxMacrosTestSupport", package: "swift-syntax"),
             ]
+        ),
+        .testTarget(
+            name: "ReliabilityTests",
+            dependencies: ["StressWorkload", "PostgresData", "PostgresClient", "PostgresMigrations", "PostgresDataTesting"]
         ),
         .testTarget(
             name: "PostgresDataTestingTests",

@@ -66,6 +66,19 @@ public final class ChildProcess: Sendable {
         return child.reap(blocking: true) ?? -1
     }
 
+    /// The path of an executable of this package built beside the running one (tests find
+    /// the tools next to their bundle), or nil.
+    public static func builtExecutable(named name: String) -> String? {
+        let running = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        var directory = URL(fileURLWithPath: running).deletingLastPathComponent()
+        while directory.path != "/" {
+            let candidate = directory.appendingPathComponent(name).path
+            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
+            directory = directory.deletingLastPathComponent()
+        }
+        return nil
+    }
+
     /// The exit status (128 + the signal for a child killed by one), or nil while it runs.
     public var exitStatus: Int32? { reap(blocking: false) }
 

@@ -40,6 +40,19 @@ public final class TemporaryPostgres: Sendable {
     /// Initializes and starts a cluster. Throws ``TemporaryPostgresError`` naming what is
     /// missing (binaries, the `postgres` user) or what failed, with the server's log.
     public static func start(settings: [String: String] = fastSettings) throws -> TemporaryPostgres {
+        // The free port is found by binding port 0 and closing; by the time the server binds
+        // it, another process (or an outgoing connection's ephemeral port) may hold it.
+        for _ in 1..<5 {
+            do {
+                return try startOnce(settings: settings)
+            } catch let error as TemporaryPostgresError where error.message.contains("Address already in use") {
+                continue
+            }
+        }
+        return try startOnce(settings: settings)
+    }
+
+    private static func startOnce(settings: [String: String]) throws -> TemporaryPostgres {
         let binaries = try ServerBinaries.locate()
         let serverUser: String? = geteuid() == 0 ? "postgres" : nil
         var template = Array("/tmp/postgres-data.XXXXXX".utf8CString)

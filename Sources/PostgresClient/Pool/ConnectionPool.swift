@@ -163,6 +163,8 @@ public actor ConnectionPool {
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
                 waiters.append(Waiter(id: id, continuation: continuation))
+                // Capacity freed by failed connection attempts serves the queue, not the next caller.
+                serveWaitersAfterCapacityFreed()
             }
         } onCancel: {
             Task { await self.cancelWaiter(id) }
@@ -222,9 +224,13 @@ public actor ConnectionPool {
         }
     }
 
+    /// A connection opened for the first waiter failed: that waiter gets the error, and the
+    /// next one its own attempt (while the server is down each waiter fails fast instead of
+    /// waiting for a lease timeout with no connection open).
     private func failFirstWaiter(_ error: Error) {
         openCount -= 1
         waiters.popFirst()?.continuation.resume(throwing: error)
+        serveWaitersAfterCapacityFreed()
     }
 
     private func fillToMinimum() async {

@@ -157,9 +157,10 @@ extension PersistentStoreCoordinator {
     /// Runs a save plan in one transaction. Version-checked statements that miss rows roll
     /// the transaction back and report the rows as they are now.
     func execute(_ plan: SavePlan) async throws -> SaveOutcome {
+        let isolation = try loaded().saveIsolation
         do {
             return try await withConnection { connection in
-                try await connection.withTransaction { connection in
+                try await connection.withTransaction(TransactionOptions(isolation: isolation == .readCommitted ? nil : isolation)) { connection in
                     var version: UInt32?
                     if plan.insertsRows {
                         let txid = try await connection.query("SELECT txid_current()")
@@ -188,6 +189,9 @@ extension PersistentStoreCoordinator {
                 }
             }
         } catch let found as ConflictsFound {
+            // The rows as they are now replace the cached ones: the next reader starts from them.
+            rowCache.update(found.conflicts.compactMap { id, row in row.map { (id, $0) } })
+            rowCache.remove(found.conflicts.filter { $0.1 == nil }.map(\.0))
             return .conflicts(found.conflicts)
         }
     }

@@ -19,6 +19,7 @@ public final class PersistentStoreCoordinator: Sendable {
         /// The identity sequence of each entity, by model index.
         var sequences: [String]
         var constraints: [String: SchemaConstraint]
+        var saveIsolation: TransactionOptions.IsolationLevel
     }
 
     private let store = Locked<LoadedStore?>(nil)
@@ -41,12 +42,20 @@ public final class PersistentStoreCoordinator: Sendable {
         public var maximumConnections: Int
         /// How long a request waits for a free connection.
         public var leaseTimeout: Duration
+        /// The isolation level of a save's transaction. Read committed (the default) is
+        /// enough for the version checks to catch every conflicting write; `.serializable`
+        /// also refuses a save whose rows changed while it ran with SQLSTATE 40001, a
+        /// ``PostgresDataError/isRetryable`` error to retry with
+        /// ``ManagedObjectContext/perform(retryingUpTo:_:)``.
+        public var saveIsolation: TransactionOptions.IsolationLevel
 
-        /// Options; the defaults check the schema and open at most 8 connections.
-        public init(createSchemaIfMissing: Bool = false, maximumConnections: Int = 8, leaseTimeout: Duration = .seconds(30)) {
+        /// Options; the defaults check the schema, open at most 8 connections and save in read committed.
+        public init(createSchemaIfMissing: Bool = false, maximumConnections: Int = 8, leaseTimeout: Duration = .seconds(30),
+                    saveIsolation: TransactionOptions.IsolationLevel = .readCommitted) {
             self.createSchemaIfMissing = createSchemaIfMissing
             self.maximumConnections = maximumConnections
             self.leaseTimeout = leaseTimeout
+            self.saveIsolation = saveIsolation
         }
     }
 
@@ -63,7 +72,8 @@ public final class PersistentStoreCoordinator: Sendable {
                 try await SchemaCheck(model: managedObjectModel).prepare(connection, create: options.createSchemaIfMissing)
             }
             store.withLock {
-                $0 = LoadedStore(pool: pool, sequences: sequences, constraints: managedObjectModel.schemaConstraints)
+                $0 = LoadedStore(pool: pool, sequences: sequences, constraints: managedObjectModel.schemaConstraints,
+                                 saveIsolation: options.saveIsolation)
             }
         } catch {
             await pool.shutdown()

@@ -1,0 +1,40 @@
+// A stress worker process: runs StressRun against $DATABASE_URL (whose schema and shared
+// graph another process seeded) and prints its ledger as JSON, for a test that runs several
+// at once and checks the database against their ledgers.
+//
+//     DATABASE_URL=postgres://… postgres-data-stress seconds=60 threads=2 contexts=4 seed=7 name=a
+
+import Foundation
+import PostgresData
+import StressWorkload
+
+var options = StressOptions()
+for argument in CommandLine.arguments.dropFirst() {
+    let parts = argument.split(separator: "=", maxSplits: 1).map(String.init)
+    guard parts.count == 2 else {
+        FileHandle.standardError.write(Data("expected key=value arguments (seconds, threads, contexts, seed, name), got \(argument)\n".utf8))
+        exit(2)
+    }
+    switch parts[0] {
+    case "seconds": options.seconds = Double(parts[1]) ?? options.seconds
+    case "threads": options.threads = Int(parts[1]) ?? options.threads
+    case "contexts": options.contextsPerThread = Int(parts[1]) ?? options.contextsPerThread
+    case "seed": options.seed = UInt64(parts[1]) ?? options.seed
+    case "name": options.name = parts[1]
+    default:
+        FileHandle.standardError.write(Data("unknown argument \(parts[0]); known: seconds, threads, contexts, seed, name\n".utf8))
+        exit(2)
+    }
+}
+
+let container = PersistentContainer(name: "Stress", model: StressModel.model)
+do {
+    try await container.loadPersistentStores()
+} catch {
+    FileHandle.standardError.write(Data("cannot load the store: \(error)\n".utf8))
+    exit(1)
+}
+let ledger = await StressRun.run(container, options: options)
+let encoder = JSONEncoder()
+encoder.outputFormatting = .sortedKeys
+FileHandle.standardOutput.write(try encoder.encode(ledger))
