@@ -2,6 +2,7 @@ import Foundation
 import PostgresClient
 import PostgresData
 import PostgresDataTesting
+import PostgresMigrations
 import StressWorkload
 import Testing
 
@@ -227,6 +228,12 @@ struct FaultInjectionTests {
         let container = PersistentContainer(name: "Restart", model: StressModel.model)
         try await container.loadPersistentStores(configuration: server.configuration, options: .init(createSchemaIfMissing: true))
         try await StressModel.seed(container)
+        // Each save spends 200 ms on the server, so that some are under way when it stops.
+        let admin = try await Connection.connect(server.configuration)
+        try await admin.execute(script: """
+            CREATE FUNCTION pause() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(0.2); RETURN NEW; END $$;
+            CREATE TRIGGER pause BEFORE INSERT ON stress_card FOR EACH ROW EXECUTE FUNCTION pause();
+            """)
 
         struct Outcome: Sendable {
             var saved: [String] = []
@@ -275,8 +282,15 @@ struct FaultInjectionTests {
                 }
             }
         }
-        try await Task.sleep(for: .milliseconds(500))
-        try server.restart()
+        try await Deadline.poll("a save under way on the server") {
+            try await admin.query("SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'PgSleep'")[0].decode(Int64.self, at: 0) > 0
+        }
+        // pg_ctl blocks: run it on a thread of its own, not on one of Swift's cooperative ones.
+        let restarted: Result<Void, any Error> = await withCheckedContinuation { continuation in
+            Thread.detachNewThread { continuation.resume(returning: Result { try server.restart() }) }
+        }
+        try restarted.get()
+        await admin.close()
         try await Task.sleep(for: .milliseconds(500))
         stop.withLock { $0 = true }
         for worker in workers { await worker.value }
@@ -304,5 +318,42 @@ struct FaultInjectionTests {
               + "\(result.uncertain.count) with the connection lost (committed: \(result.uncertain.filter(stored.contains).count)), "
               + "fetches \(result.fetches) ok, lost 0")
         await container.persistentStoreCoordinator.close()
+    }
+}
+
+@Suite("Faults: cancelling a migration")
+struct MigrationCancellationTests {
+    @Test func aMigrationWhoseTaskIsCancelledIsRolledBackAndRunsAgainLater() async throws {
+        let configuration = try await TestDatabase.fresh(prefix: "pd_faults")
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("pd-cancel-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        try """
+            -- migrate:up
+            CREATE TABLE first_step (x int);
+            SELECT pg_sleep(CASE WHEN to_regclass('public.go_on') IS NULL THEN 60 ELSE 0 END);
+            CREATE TABLE last_step (x int);
+            """.write(toFile: folder + "/0001_slow.sql", atomically: true, encoding: .utf8)
+        let migrator = Migrator(configuration: configuration, directory: try MigrationDirectory(path: folder))
+        let admin = try await Connection.connect(configuration)
+        func count(_ sql: String) async throws -> Int64 { try await admin.query(sql)[0].decode(Int64.self, at: 0) }
+
+        let run = Task { try await migrator.up() }
+        try await Deadline.poll("the migration's sleep") {
+            try await count("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'SELECT pg_sleep(CASE%'") > 0
+        }
+        run.cancel()
+        let error = await #expect(throws: (any Error).self) { try await run.value }
+        let state = (error as? MigrationError)?.underlying?.sqlState
+        #expect(state == .queryCanceled || error is CancellationError, "\(String(describing: error))")
+        #expect(try await count("SELECT count(*) FROM pg_tables WHERE tablename IN ('first_step', 'last_step')") == 0)
+        #expect(try await count("SELECT count(*) FROM postgres_data_migrations") == 0)
+        // No session is left holding the migration lock or a transaction.
+        #expect(try await count("SELECT count(*) FROM pg_locks l JOIN pg_database d ON d.oid = l.database WHERE l.locktype = 'advisory' AND d.datname = current_database()") == 0)
+
+        try await admin.execute(script: "CREATE TABLE go_on ()")
+        #expect(try await migrator.up().count == 1)
+        #expect(try await count("SELECT count(*) FROM pg_tables WHERE tablename IN ('first_step', 'last_step')") == 2)
+        await admin.close()
     }
 }

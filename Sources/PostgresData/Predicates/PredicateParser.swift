@@ -124,8 +124,19 @@ struct PredicateParser {
         return terms.count == 1 ? terms[0] : .and(terms)
     }
 
+    /// Counts one more level of a construct that recurses (so that a hostile input throws
+    /// instead of exhausting the stack); the caller lowers `depth` when the level ends.
+    private mutating func enterNesting(_ construct: String) throws(PredicateSyntaxError) {
+        guard depth < Self.maximumDepth else { throw error("\(construct) nested deeper than \(Self.maximumDepth) levels") }
+        depth += 1
+    }
+
     private mutating func parseNot() throws(PredicateSyntaxError) -> PredicateNode {
-        if accept(keyword: "NOT") || accept(symbol: "!") { return .not(try parseNot()) }
+        if accept(keyword: "NOT") || accept(symbol: "!") {
+            try enterNesting("NOT")
+            defer { depth -= 1 }
+            return .not(try parseNot())
+        }
         if accept(keyword: "TRUEPREDICATE") { return .constant(true) }
         if accept(keyword: "FALSEPREDICATE") { return .constant(false) }
         if isSymbol("(") {
@@ -239,7 +250,9 @@ struct PredicateParser {
         switch token.kind {
         case .symbol("-"):
             position += 1
+            try enterNesting("'-'")
             let operand = try parseFactor()
+            depth -= 1
             if case .constant(.integer(let value)) = operand { return .constant(.integer(-value)) }
             if case .constant(.double(let value)) = operand { return .constant(.double(-value)) }
             return .negated(operand)

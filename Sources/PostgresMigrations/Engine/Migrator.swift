@@ -96,6 +96,8 @@ public struct Migrator: Sendable {
         try await locked { session in
             let plan = try MigrationPlanner(migrations: directory.migrations, history: session.rows)
                 .upPlan(to: target, allowOutOfOrder: options.allowOutOfOrder)
+            // A file that cannot be split into statements stops the run before any migration applies.
+            for migration in plan { _ = try migration.up.statements(file: migration.fileName) }
             for migration in plan {
                 let row = session.rows.first { $0.version == migration.version }
                 try await session.apply(migration, resumingFrom: row)
@@ -110,6 +112,7 @@ public struct Migrator: Sendable {
     public func down(steps: Int? = nil, to target: MigrationVersion? = nil) async throws -> [Migration] {
         try await locked { session in
             let plan = try MigrationPlanner(migrations: directory.migrations, history: session.rows).downPlan(steps: steps, to: target)
+            for (migration, _) in plan { _ = try migration.down?.statements(file: migration.fileName) }
             for (migration, row) in plan {
                 try await session.revert(migration, row: row)
             }
