@@ -72,7 +72,7 @@ let package = Package(
         ),
         .target(
             name: "StressWorkload",
-            dependencies: ["PostgresData", "PostgresClient"]
+            dependencies: ["PostgresData", "PostgresClient", "PostgresDataTesting"]
         ),
         .executableTarget(
             name: "postgres-data-stress",

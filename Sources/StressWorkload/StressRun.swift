@@ -1,6 +1,7 @@
 import Foundation
 import PostgresClient
 import PostgresData
+import PostgresDataTesting
 
 /// How a stress run is shaped.
 public struct StressOptions: Sendable, Codable {
@@ -53,7 +54,7 @@ private struct Worker {
     let contexts: [ManagedObjectContext]
     let options: StressOptions
     let prefix: String
-    var random: SplitMix
+    var random: SplitMix64
     var ledger = StressLedger()
     var mine: [String] = []
     var created = 0
@@ -67,7 +68,7 @@ private struct Worker {
         }
         self.options = options
         prefix = "\(options.name)-\(index)"
-        random = SplitMix(seed: options.seed &+ UInt64(index) &* 0x9E37_79B9)
+        random = SplitMix64(seed: options.seed &+ UInt64(index) &* 0x9E37_79B9)
     }
 
     mutating func run(until deadline: Date) {
@@ -210,21 +211,4 @@ private enum Operation {
 struct StressError: Error, CustomStringConvertible {
     var description: String
     init(_ description: String) { self.description = description }
-}
-
-/// A small, seedable random source (SplitMix64), the same on every platform.
-struct SplitMix {
-    private var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-
-    mutating func next(below bound: Int) -> Int { Int(next() % UInt64(bound)) }
 }

@@ -133,12 +133,7 @@ struct FaultInjectionTests {
                 return counter.value
             }
         }
-        try await Deadline.poll("the save waiting for the other transaction's row") {
-            try await stage.integer("""
-                SELECT count(*) FROM pg_stat_activity
-                WHERE datname = current_database() AND wait_event_type = 'Lock' AND wait_event = 'transactionid'
-                """) > 0
-        }
+        try await stage.untilAStatementWaitsForARowLock()
         try await other.execute(script: "COMMIT")
         await other.close()
 
@@ -158,12 +153,7 @@ struct FaultInjectionTests {
         let other = try await Connection.connect(stage.configuration)
         try await other.execute(script: "BEGIN; UPDATE stress_counter SET value = 50 WHERE name = 'hits'")
         let save = Task { try await context.perform { try context.save() } }
-        try await Deadline.poll("the save waiting for the other transaction's row") {
-            try await stage.integer("""
-                SELECT count(*) FROM pg_stat_activity
-                WHERE datname = current_database() AND wait_event_type = 'Lock' AND wait_event = 'transactionid'
-                """) > 0
-        }
+        try await stage.untilAStatementWaitsForARowLock()
         try await other.execute(script: "COMMIT")
         await other.close()
         let error = await #expect(throws: PostgresDataError.self) { try await save.value }

@@ -60,6 +60,16 @@ struct FaultStage {
         return pid!
     }
 
+    /// Waits until a statement of this database waits for a row another transaction holds.
+    func untilAStatementWaitsForARowLock() async throws {
+        try await Deadline.poll("a statement waiting for another transaction's row") {
+            try await integer("""
+                SELECT count(*) FROM pg_stat_activity
+                WHERE datname = current_database() AND wait_event_type = 'Lock' AND wait_event = 'transactionid'
+                """) > 0
+        }
+    }
+
     /// Lets waiting statements through and removes the gate.
     func open(_ gate: Gate) async throws {
         try await gate.holder.query("SELECT pg_advisory_unlock($1)", Int64(Self.gateKey))
