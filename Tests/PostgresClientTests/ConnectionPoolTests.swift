@@ -1,5 +1,6 @@
 import Foundation
 import PostgresClient
+import PostgresDataTesting
 import Testing
 
 @Suite("ConnectionPool: bounded, fair, self-healing")
@@ -44,6 +45,25 @@ struct ConnectionPoolTests {
         await pool.release(held)
         let again = try await pool.lease()
         await pool.release(again)
+        await pool.shutdown()
+    }
+
+    /// While the server is down every waiter gets the connection error of an attempt of its
+    /// own; none is left queued with nothing opening for it until the lease timeout.
+    @Test func waitersFailWithTheConnectionErrorWhenTheServerIsDown() async throws {
+        var unreachable = try await TestServer.configuration()
+        unreachable["host"] = "127.0.0.1"
+        unreachable["port"] = "1"
+        let pool = ConnectionPool(configuration: unreachable, maximumConnections: 2, leaseTimeout: .seconds(60))
+        let kinds = await withTaskGroup(of: PostgresError.Kind?.self) { group in
+            for _ in 0..<12 {
+                group.addTask { await capturePostgresError { _ = try await pool.withConnection { _ in } }?.kind }
+            }
+            return await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(kinds.count == 12 && kinds.allSatisfy { $0 == .connectionFailed }, "\(kinds)")
+        // An attempt started for a waiter that another attempt's error already served ends too.
+        try await Deadline.poll("no connection open or opening") { await pool.statistics.open == 0 }
         await pool.shutdown()
     }
 
