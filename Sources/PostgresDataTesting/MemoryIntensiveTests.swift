@@ -1,3 +1,5 @@
+import Foundation
+
 /// Runs tests that allocate hundreds of megabytes, or measure the process's resident
 /// memory, one at a time.
 ///
@@ -27,6 +29,10 @@ public enum MemoryIntensiveTests {
     }
 
     private static let gate = Gate()
+
+    /// False in a build with AddressSanitizer, whose quarantine keeps freed memory resident:
+    /// tests that measure resident memory are enabled only when it means something.
+    public static let residentMemoryIsMeaningful: Bool = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "__asan_init") == nil
 
     /// Runs `body` while no other memory-intensive test runs.
     public static func exclusively<T>(_ body: () async throws -> T) async throws -> T {
