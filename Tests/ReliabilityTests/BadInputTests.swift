@@ -22,6 +22,17 @@ struct BadInputTests {
     }
 
     static let cases: [Case] = [
+        Case(name: "a URL with an invalid port (the password is never shown)", says: ["invalid port"]) { _, _ in
+            try await PersistentContainer(name: "Bad", model: StressModel.model)
+                .loadPersistentStores(url: "postgres://user:s3cret-pw@localhost:99999/db")
+        },
+        Case(name: "a URL of another scheme", says: ["unsupported scheme"]) { _, _ in
+            try await PersistentContainer(name: "Bad", model: StressModel.model).loadPersistentStores(url: "mysql://user:s3cret-pw@localhost/db")
+        },
+        Case(name: "a URL naming a server that refuses the connection", says: ["127.0.0.1"]) { _, _ in
+            try await PersistentContainer(name: "Bad", model: StressModel.model)
+                .loadPersistentStores(url: "postgres://user:s3cret-pw@127.0.0.1:1/db?connect_timeout=5")
+        },
         Case(name: "unknown entity", says: ["Nothing", "entity"]) { context, _ in
             try await context.perform { _ = try context.fetch(FetchRequest<[String: AttributeValue]>(entityName: "Nothing")) }
         },
@@ -117,11 +128,16 @@ struct BadInputTests {
         for fragment in input.says {
             #expect(text.contains(fragment), "\(input.name): the error does not say \(fragment): \(text)")
         }
+        #expect(!text.contains("s3cret-pw"), "\(input.name): the error shows the password: \(text)")
         #expect(try await fingerprint(stage) == before, "\(input.name) changed the database")
         await stage.close()
     }
 
     @Test func enormousStringsRoundTripAndInjectionAttemptsAreValues() async throws {
+        try await MemoryIntensiveTests.sharingWithOthers { try await enormousStringsAndInjectionAttempts() }
+    }
+
+    private func enormousStringsAndInjectionAttempts() async throws {
         let stage = try await FaultStage.make()
         let context = stage.container.newBackgroundContext()
         let enormous = String(repeating: "ü€𝄞 ", count: 1_000_000)

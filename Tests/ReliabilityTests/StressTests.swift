@@ -34,6 +34,10 @@ struct StressTests {
     }
 
     @Test func sixteenContextsOnFourThreads() async throws {
+        try await MemoryIntensiveTests.sharingWithOthers { try await runSixteenContextsOnFourThreads() }
+    }
+
+    private func runSixteenContextsOnFourThreads() async throws {
         let configuration = try await seededDatabase()
         let container = PersistentContainer(name: "Stress", model: StressModel.model)
         try await container.loadPersistentStores(configuration: configuration)
@@ -47,6 +51,10 @@ struct StressTests {
     }
 
     @Test func twoProcessesOnOneDatabase() async throws {
+        try await MemoryIntensiveTests.sharingWithOthers { try await runTwoProcesses() }
+    }
+
+    private func runTwoProcesses() async throws {
         let configuration = try await seededDatabase()
         guard let binary = ChildProcess.builtExecutable(named: "postgres-data-stress") else {
             Issue.record("postgres-data-stress is not built beside the tests: run `swift build --build-tests` first")
