@@ -40,7 +40,9 @@ public enum Deadline {
 
 /// What a test waited for in vain, and for how long.
 public struct DeadlineExceeded: Error, CustomStringConvertible {
+    /// What the test waited for.
     public var what: String
+    /// How long it waited.
     public var limit: Duration
 
     public var description: String { "waited \(limit) for \(what)" }

@@ -7,6 +7,7 @@ import PostgresClient
 /// recorded with its title, revision, board and labels, no other card, every counter at the
 /// sum of its recorded increments, and no join row without both its ends.
 public struct StressLedger: Codable, Sendable, Equatable {
+    /// A card as its last successful save left it.
     public struct CardState: Codable, Sendable, Equatable {
         public var title: String
         public var revision: Int64
@@ -27,6 +28,7 @@ public struct StressLedger: Codable, Sendable, Equatable {
     /// A few of the errors that ended operations for good.
     public var finalErrors: [String] = []
 
+    /// An empty ledger.
     public init() {}
 
     /// Both ledgers' effects (tokens never overlap: each worker names its own cards).

@@ -18,6 +18,7 @@ public final class Card: ManagedObject {
     @Relationship(inverse: \Label.cards) public var labels: Set<Label>
 }
 
+/// A label shared by many cards (the other side of the join table).
 @Entity(tableName: "stress_label")
 public final class Label: ManagedObject {
     @Attribute(.unique) public var name: String
@@ -31,8 +32,11 @@ public final class Counter: ManagedObject {
     public var value: Int64 = 0
 }
 
+/// The stress workload's model and its shared graph.
 public enum StressModel {
+    /// Board, Card, Label and Counter.
     public static let model = ManagedObjectModel(Board.self, Card.self, Label.self, Counter.self)
+    /// The boards, labels and counters every worker shares.
     public static let boardNames = (1...4).map { "board \($0)" }
     public static let labelNames = (1...6).map { "label \($0)" }
     public static let counterNames = ["hits", "misses"]
