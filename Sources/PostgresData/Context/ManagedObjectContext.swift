@@ -482,10 +482,28 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
         var registered = self.registered
         self.registered = [:]
         defer { self.registered = registered }
+        // Into an empty map (a fresh context's first fetch) each row is inserted blindly, one
+        // hash probe instead of a lookup and an insert; a key met twice puts the first back.
+        let speculative = registered.isEmpty
         registered.reserve(rows.count)
         var refreshed: [(ManagedObjectID, RowSnapshot)] = []
         for (key, snapshot) in rows {
             let id = ManagedObjectID(entity: entity, primaryKey: key)
+            if speculative {
+                let object = makeRegisteredObject(id, entity: entity, snapshot: snapshot, asFaults: asFaults)
+                if let first = registered.updateValue(object, forKey: id) {
+                    registered[id] = first
+                    object.managedObjectContext = nil
+                    objects.append(first)
+                    continue
+                }
+                if shares {
+                    object.holdsCacheReference = true
+                    cached.append((id, snapshot))
+                }
+                objects.append(object)
+                continue
+            }
             if let object = registered[id] {
                 if object.isFaultStorage && asFaults {
                     if object.holdsCacheReference {
@@ -506,14 +524,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
                 objects.append(object)
                 continue
             }
-            let object = ManagedObject.makeFault(of: entity)
-            object.objectID = id
-            object.managedObjectContext = self
-            if !asFaults {
-                object.values = snapshot.values
-                object.snapshot = snapshot
-                object.isFaultStorage = false
-            }
+            let object = makeRegisteredObject(id, entity: entity, snapshot: snapshot, asFaults: asFaults)
             if shares {
                 object.holdsCacheReference = true
                 cached.append((id, snapshot))
@@ -525,6 +536,21 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
         if !cached.isEmpty { cache.retain(cached) }
         if !refreshed.isEmpty { cache.update(refreshed) }
         return objects
+    }
+
+    /// A new object of this context for a fetched row: a fault, or holding the row's values.
+    @inline(__always)
+    private func makeRegisteredObject(_ id: ManagedObjectID, entity: EntityDescription, snapshot: RowSnapshot,
+                                      asFaults: Bool) -> ManagedObject {
+        let object = ManagedObject.makeFault(of: entity)
+        object.objectID = id
+        object.managedObjectContext = self
+        if !asFaults {
+            object.values = snapshot.values
+            object.snapshot = snapshot
+            object.isFaultStorage = false
+        }
+        return object
     }
 }
 
