@@ -1,4 +1,6 @@
+import PostgresClient
 import PostgresData
+import PostgresDataTesting
 
 /// The shared graph the stress workers change: boards holding cards, cards carrying labels
 /// (a many-to-many relationship, so a join table), and counters many workers increment.
@@ -41,7 +43,17 @@ public enum StressModel {
     public static let labelNames = (1...6).map { "label \($0)" }
     public static let counterNames = ["hits", "misses"]
 
-    /// Creates the schema (when missing) and the shared boards, labels and counters.
+    /// A new database (``TestDatabase/fresh(prefix:)``) with the model's schema and the shared graph.
+    public static func seededDatabase(prefix: String) async throws -> Configuration {
+        let configuration = try await TestDatabase.fresh(prefix: prefix)
+        let setup = PersistentContainer(name: "Setup", model: model)
+        try await setup.loadPersistentStores(configuration: configuration, options: .init(createSchemaIfMissing: true))
+        try await seed(setup)
+        await setup.persistentStoreCoordinator.close()
+        return configuration
+    }
+
+    /// Creates the shared boards, labels and counters.
     public static func seed(_ container: PersistentContainer) async throws {
         try await container.performBackgroundTask { context in
             for name in boardNames { Board(context: context).name = name }

@@ -60,16 +60,7 @@ struct ToolRun: Sendable {
     var errors: String
 
     /// The binary next to the test bundle (`swift build --build-tests` builds both).
-    static var binary: String {
-        let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
-        var directory = URL(fileURLWithPath: executable).deletingLastPathComponent()
-        while directory.path != "/" {
-            let candidate = directory.appendingPathComponent("postgres-data").path
-            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
-            directory = directory.deletingLastPathComponent()
-        }
-        return "postgres-data"
-    }
+    static var binary: String { ChildProcess.builtExecutable(named: "postgres-data") ?? "postgres-data" }
 
     static func run(_ arguments: [String], databaseURL: String) async throws -> ToolRun {
         let process = try start(arguments, databaseURL: databaseURL)

@@ -165,13 +165,14 @@ struct BadInputTests {
     }
 
     @Test func aMigrationWithAnUnbalancedDollarQuoteIsRefusedBeforeAnythingRuns() async throws {
+        try await withTemporaryFolder([
+            "0001_a.sql": "-- migrate:up\nCREATE TABLE a (x int);\n",
+            "0002_b.sql": "-- migrate:no-transaction\n-- migrate:up\nCREATE TABLE b (x int);\nDO $$ BEGIN PERFORM 1; END;\n",
+        ]) { try await refuseUnbalancedDollarQuote(folder: $0) }
+    }
+
+    private func refuseUnbalancedDollarQuote(folder: String) async throws {
         let configuration = try await TestDatabase.fresh(prefix: "pd_faults")
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("pd-bad-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: folder) }
-        try "-- migrate:up\nCREATE TABLE a (x int);\n".write(toFile: folder + "/0001_a.sql", atomically: true, encoding: .utf8)
-        try "-- migrate:no-transaction\n-- migrate:up\nCREATE TABLE b (x int);\nDO $$ BEGIN PERFORM 1; END;\n"
-            .write(toFile: folder + "/0002_b.sql", atomically: true, encoding: .utf8)
         let error = await #expect(throws: MigrationError.self) {
             _ = try await Migrator(configuration: configuration, directory: try MigrationDirectory(path: folder)).up()
         }

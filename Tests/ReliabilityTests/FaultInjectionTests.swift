@@ -314,16 +314,16 @@ struct FaultInjectionTests {
 @Suite("Faults: cancelling a migration")
 struct MigrationCancellationTests {
     @Test func aMigrationWhoseTaskIsCancelledIsRolledBackAndRunsAgainLater() async throws {
-        let configuration = try await TestDatabase.fresh(prefix: "pd_faults")
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("pd-cancel-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: folder) }
-        try """
+        try await withTemporaryFolder(["0001_slow.sql": """
             -- migrate:up
             CREATE TABLE first_step (x int);
             SELECT pg_sleep(CASE WHEN to_regclass('public.go_on') IS NULL THEN 60 ELSE 0 END);
             CREATE TABLE last_step (x int);
-            """.write(toFile: folder + "/0001_slow.sql", atomically: true, encoding: .utf8)
+            """]) { try await cancelAndRunAgain(folder: $0) }
+    }
+
+    private func cancelAndRunAgain(folder: String) async throws {
+        let configuration = try await TestDatabase.fresh(prefix: "pd_faults")
         let migrator = Migrator(configuration: configuration, directory: try MigrationDirectory(path: folder))
         let admin = try await Connection.connect(configuration)
         func count(_ sql: String) async throws -> Int64 { try await admin.query(sql)[0].decode(Int64.self, at: 0) }

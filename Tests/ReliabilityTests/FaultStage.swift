@@ -14,11 +14,7 @@ struct FaultStage {
     let admin: Connection
 
     static func make(_ options: PersistentStoreCoordinator.StoreOptions = .init(), adjust: (inout Configuration) -> Void = { _ in }) async throws -> FaultStage {
-        var configuration = try await TestDatabase.fresh(prefix: "pd_faults")
-        let setup = PersistentContainer(name: "Setup", model: StressModel.model)
-        try await setup.loadPersistentStores(configuration: configuration, options: .init(createSchemaIfMissing: true))
-        try await StressModel.seed(setup)
-        await setup.persistentStoreCoordinator.close()
+        var configuration = try await StressModel.seededDatabase(prefix: "pd_faults")
         adjust(&configuration)
         let container = PersistentContainer(name: "Faults", model: StressModel.model)
         try await container.loadPersistentStores(configuration: configuration, options: options)
@@ -106,6 +102,15 @@ struct FaultStage {
         await admin.close()
         await container.persistentStoreCoordinator.close()
     }
+}
+
+/// A new temporary folder holding `files` (name → contents); removed by `body`'s end.
+func withTemporaryFolder<T>(_ files: [String: String], _ body: (String) async throws -> T) async throws -> T {
+    let folder = FileManager.default.temporaryDirectory.appendingPathComponent("pd-reliability-\(UUID().uuidString)").path
+    try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(atPath: folder) }
+    for (name, contents) in files { try contents.write(toFile: folder + "/" + name, atomically: true, encoding: .utf8) }
+    return try await body(folder)
 }
 
 /// The SQLSTATE of a PostgresData error, or nil.

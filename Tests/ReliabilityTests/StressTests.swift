@@ -12,15 +12,6 @@ struct StressTests {
     /// 60 seconds, as the reliability report states; `STRESS_SECONDS` shortens a local run.
     static let seconds = Double(ProcessInfo.processInfo.environment["STRESS_SECONDS"] ?? "") ?? 60
 
-    private func seededDatabase() async throws -> Configuration {
-        let configuration = try await TestDatabase.fresh(prefix: "pd_stress")
-        let setup = PersistentContainer(name: "Setup", model: StressModel.model)
-        try await setup.loadPersistentStores(configuration: configuration, options: .init(createSchemaIfMissing: true))
-        try await StressModel.seed(setup)
-        await setup.persistentStoreCoordinator.close()
-        return configuration
-    }
-
     private func check(_ ledger: StressLedger, on configuration: Configuration, _ label: String) async throws {
         let connection = try await Connection.connect(configuration)
         let problems = try await ledger.differences(on: connection)
@@ -38,7 +29,7 @@ struct StressTests {
     }
 
     private func runSixteenContextsOnFourThreads() async throws {
-        let configuration = try await seededDatabase()
+        let configuration = try await StressModel.seededDatabase(prefix: "pd_stress")
         let container = PersistentContainer(name: "Stress", model: StressModel.model)
         try await container.loadPersistentStores(configuration: configuration)
         var options = StressOptions()
@@ -55,16 +46,19 @@ struct StressTests {
     }
 
     private func runTwoProcesses() async throws {
-        let configuration = try await seededDatabase()
+        let configuration = try await StressModel.seededDatabase(prefix: "pd_stress")
         guard let binary = ChildProcess.builtExecutable(named: "postgres-data-stress") else {
             Issue.record("postgres-data-stress is not built beside the tests: run `swift build --build-tests` first")
             return
         }
         var environment = ProcessInfo.processInfo.environment
         environment["DATABASE_URL"] = configuration.url(redactingPassword: false)
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pd-stress-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try await withTemporaryFolder([:]) { directory in
+            try await runWorkers(binary: binary, environment: environment, configuration: configuration, directory: directory)
+        }
+    }
+
+    private func runWorkers(binary: String, environment: [String: String], configuration: Configuration, directory: String) async throws {
         let workers = try ["a", "b"].enumerated().map { index, name in
             try ChildProcess([binary, "seconds=\(Self.seconds)", "threads=2", "contexts=4", "seed=\(7 + index)", "name=\(name)"],
                              environment: environment, outputPath: "\(directory)/\(name).json", errorPath: "\(directory)/\(name).err")

@@ -160,7 +160,7 @@ extension PersistentStoreCoordinator {
         let isolation = try loaded().saveIsolation
         do {
             return try await withConnection { connection in
-                try await connection.withTransaction(TransactionOptions(isolation: isolation == .readCommitted ? nil : isolation)) { connection in
+                try await connection.withTransaction(TransactionOptions(isolation: isolation)) { connection in
                     var version: UInt32?
                     if plan.insertsRows {
                         let txid = try await connection.query("SELECT txid_current()")
