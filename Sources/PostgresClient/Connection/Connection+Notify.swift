@@ -92,6 +92,20 @@ extension Connection {
         NotificationSequence(connection: self)
     }
 
+    /// The notifications already received and not yet taken, without waiting: after one
+    /// notification, take the others that arrived with it and act on them together.
+    public func queuedNotifications() throws -> [PostgresNotification] {
+        let handle = try liveHandle()
+        guard PQconsumeInput(handle) == 1 else {
+            markBroken()
+            throw PostgresError(.connectionLost, message: "the connection was lost while reading notifications: "
+                                + Self.trimmed(PQerrorMessage(handle)))
+        }
+        var taken: [PostgresNotification] = []
+        while let notification = takeNotification(handle) { taken.append(notification) }
+        return taken
+    }
+
     func nextNotification() async throws -> PostgresNotification? {
         while true {
             if Task.isCancelled { return nil }

@@ -23,7 +23,7 @@ extension ManagedObjectContext {
 
     private func run(_ request: BatchUpdateRequest) async throws -> BatchUpdateResult {
         let entity = try entity(named: request.entityName)
-        let plan = try request.plan(for: entity, returningIDs: !request.contextsToMerge.isEmpty)
+        let plan = try request.plan(for: entity, returningIDs: !request.contextsToMerge.isEmpty, history: historyOrigin)
         return try await persistentStoreCoordinator.execute(plan, entity: entity, resultType: request.resultType)
     }
 
@@ -43,7 +43,7 @@ extension ManagedObjectContext {
     public func execute(_ request: BatchDeleteRequest) async throws -> BatchDeleteResult {
         if request.objectIDs?.isEmpty == true { return BatchDeleteResult(nothingFor: request) }
         let entity = try entity(named: request.entityName)
-        let result = try await persistentStoreCoordinator.execute(request, entity: entity)
+        let result = try await persistentStoreCoordinator.execute(request, entity: entity, history: historyOrigin)
         Self.merge(result, into: request.contextsToMerge)
         return result
     }
@@ -53,7 +53,8 @@ extension ManagedObjectContext {
         if request.objectIDs?.isEmpty == true { return BatchDeleteResult(nothingFor: request) }
         let entity = try entity(named: request.entityName)
         let coordinator = persistentStoreCoordinator
-        let result = try runStore { try await coordinator.execute(request, entity: entity) }
+        let history = historyOrigin
+        let result = try runStore { try await coordinator.execute(request, entity: entity, history: history) }
         Self.merge(result, into: request.contextsToMerge)
         return result
     }
@@ -66,8 +67,9 @@ extension ManagedObjectContext {
 extension PersistentStoreCoordinator {
     /// Runs a batch delete: the count in one statement, or, when IDs are wanted, the rows
     /// the delete rules reach read first (`FOR UPDATE`, so they cannot change meanwhile)
-    /// and the `DELETE … RETURNING id`, in one transaction.
-    func execute(_ request: BatchDeleteRequest, entity: EntityDescription) async throws -> BatchDeleteResult {
+    /// and the `DELETE … RETURNING id`, in one transaction (with `history`, also the history
+    /// of every row deleted or nullified).
+    func execute(_ request: BatchDeleteRequest, entity: EntityDescription, history: HistoryRecord.Origin?) async throws -> BatchDeleteResult {
         let (condition, joins, bindings) = try request.condition(for: entity)
         let table = quoteIdentifier(entity.tableName)
         var filter = ""
@@ -76,7 +78,7 @@ extension PersistentStoreCoordinator {
                 : " WHERE t.\"id\" IN (SELECT t.\"id\" FROM \(table) AS t \(joins.joined(separator: " ")) WHERE \(condition))"
         }
         var result = BatchDeleteResult(nothingFor: request)
-        guard request.resultType == .objectIDs || !request.contextsToMerge.isEmpty else {
+        guard request.resultType == .objectIDs || !request.contextsToMerge.isEmpty || history != nil else {
             let counts = try await fetchIntegers(sql: "WITH d AS (DELETE FROM \(table) AS t\(filter) RETURNING 1) SELECT count(*) FROM d", bindings: bindings)
             result.count = Int(counts.first ?? 0)
             return result
@@ -90,8 +92,24 @@ extension PersistentStoreCoordinator {
                 let deleted = try await connection.query("DELETE FROM \(table) AS t WHERE t.\"id\" = ANY($1) RETURNING t.\"id\"", keys)
                 result.objectIDs = try deleted.map { ManagedObjectID(entity: entity, primaryKey: try $0.decode(Int64.self, at: 0)) }
                 result.count = result.objectIDs.count
+                if let history {
+                    var record = HistoryRecord(origin: history)
+                    Self.record(result.objectIDs + result.cascadedObjectIDs, .delete, in: &record)
+                    Self.record(result.nullifiedObjectIDs, .update, in: &record)
+                    if !record.groups.isEmpty {
+                        let (sql, bindings) = try record.statement()
+                        try await connection.query(sql, bindings: bindings)
+                    }
+                }
                 return result
             }
+        }
+    }
+
+    /// Records objects of any entities, grouped by entity.
+    static func record(_ ids: [ManagedObjectID], _ type: PersistentHistoryChange.ChangeType, in record: inout HistoryRecord) {
+        for (entity, group) in SavePlan.grouped(ids, by: \.entity) {
+            record.record(entity, type, keys: group.compactMap(\.primaryKey))
         }
     }
 
@@ -186,13 +204,15 @@ extension ManagedObjectContext {
 
     private func run(_ request: BatchInsertRequest) async throws -> BatchInsertResult {
         let entity = try entity(named: request.entityName)
-        let plan = try request.plan(for: entity)
-        return try await persistentStoreCoordinator.execute(plan, entity: entity, resultType: request.resultType)
+        let history = historyOrigin
+        let plan = try request.plan(for: entity, returningIDs: history != nil)
+        return try await persistentStoreCoordinator.execute(plan, entity: entity, resultType: request.resultType, history: history)
     }
 }
 
 extension PersistentStoreCoordinator {
-    func execute(_ plan: BatchInsertPlan, entity: EntityDescription, resultType: BatchInsertRequestResultType) async throws -> BatchInsertResult {
+    func execute(_ plan: BatchInsertPlan, entity: EntityDescription, resultType: BatchInsertRequestResultType,
+                 history: HistoryRecord.Origin?) async throws -> BatchInsertResult {
         try await withConnection { connection in
             try await connection.withTransaction { connection in
                 var result = BatchInsertResult(resultType: resultType, count: 0, objectIDs: [])
@@ -213,6 +233,15 @@ extension PersistentStoreCoordinator {
                         } else {
                             result.count += Int(try rows.first?.decode(Int64.self, at: 0) ?? 0)
                         }
+                    }
+                }
+                if let history {
+                    // Rows an upsert updated are recorded as inserted too.
+                    var record = HistoryRecord(origin: history)
+                    record.record(entity, .insert, keys: result.objectIDs.compactMap(\.primaryKey))
+                    if !record.groups.isEmpty {
+                        let (sql, bindings) = try record.statement()
+                        try await connection.query(sql, bindings: bindings)
                     }
                 }
                 return result

@@ -30,7 +30,8 @@ public struct ContextDidSave: Sendable, Hashable {
 ///
 /// Core Data equivalent: the `userInfo` of `NSManagedObjectContextObjectsDidChange`.
 public struct ContextObjectsDidChange: Sendable, Hashable {
-    /// Objects inserted into the context.
+    /// Objects inserted into the context, or by a save merged into it (those are not
+    /// registered until something loads them).
     public var insertedObjectIDs: Set<ManagedObjectID>
     /// Objects whose values the context's code changed.
     public var updatedObjectIDs: Set<ManagedObjectID>
@@ -130,6 +131,8 @@ extension ManagedObjectContext {
             object.relationshipSets = object.relationshipSets.filter { !$0.value.added.isEmpty || !$0.value.removed.isEmpty }
             pendingChanges.refreshed.insert(id)
         }
+        // Objects inserted elsewhere are announced, not registered: a fetch or object(with:) loads them.
+        pendingChanges.inserted += payload.insertedObjectIDs.filter { registered[$0] == nil }
         // To-many views of objects related to inserted or deleted ones are reloaded on demand.
         if !payload.insertedObjectIDs.isEmpty || !payload.deletedObjectIDs.isEmpty {
             for object in registered.values where !object.relationshipSets.isEmpty && !object.hasChanges {

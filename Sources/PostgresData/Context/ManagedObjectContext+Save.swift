@@ -156,8 +156,24 @@ extension ManagedObjectContext {
                 }
             }
         }
+        var history = historyOrigin.map(HistoryRecord.init(origin:))
+        if history != nil {
+            for (entity, group) in SavePlan.grouped(inserts, by: \.entity) { history?.record(entity, .insert, keys: group.map(\.key)) }
+            for (entity, group) in SavePlan.grouped(deletes, by: \.entity) { history?.record(entity, .delete, keys: group.map(\.key)) }
+            var updatedKeys: [[String]: [ManagedObject]] = [:]
+            for object in updatedSet.values {
+                var changed = Set(object.changedProperties)
+                for (index, set) in object.relationshipSets where !set.added.isEmpty || !set.removed.isEmpty { changed.insert(index) }
+                updatedKeys[changed.map { object.entity.properties[$0].name }.sorted(), default: []].append(object)
+            }
+            for (names, objects) in updatedKeys {
+                for (entity, group) in SavePlan.grouped(objects, by: \.entity) {
+                    history?.record(entity, .update, keys: group.compactMap(\.objectID.primaryKey), updatedProperties: names)
+                }
+            }
+        }
         return try SavePlan(inserts: inserts, updates: updates, deletes: deletes, joinInserts: joinInserts,
-                            joinDeletes: joinDeletes)
+                            joinDeletes: joinDeletes, history: history)
     }
 
     /// Applies the merge policy to rows that changed underneath; throws for `error`.

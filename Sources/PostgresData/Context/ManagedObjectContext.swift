@@ -47,6 +47,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
         var name: String?
         var mergePolicy: MergePolicy = .error
         var automaticallyMergesChangesFromParent = false
+        var transactionAuthor: String?
     }
 
     private let settings = Locked(Settings())
@@ -96,10 +97,26 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     }
 
     /// When true, saves of sibling contexts (or of the parent, for a child) are merged into
-    /// this context as they happen. Core Data equivalent: the property of the same name.
+    /// this context as they happen, and so are other processes' saves when the store has
+    /// history tracking and remote-change notifications.
+    /// Core Data equivalent: the property of the same name.
     public var automaticallyMergesChangesFromParent: Bool {
         get { settings.withLock { $0.automaticallyMergesChangesFromParent } }
         set { settings.withLock { $0.automaticallyMergesChangesFromParent = newValue } }
+    }
+
+    /// The author recorded in persistent history with this context's saves and batch
+    /// requests, so that readers can tell (or skip) whose changes they are.
+    /// Core Data equivalent: the property of the same name.
+    public var transactionAuthor: String? {
+        get { settings.withLock { $0.transactionAuthor } }
+        set { settings.withLock { $0.transactionAuthor = newValue } }
+    }
+
+    /// Who writes, for persistent history; nil when the store keeps none.
+    var historyOrigin: HistoryRecord.Origin? {
+        guard (try? persistentStoreCoordinator.loaded().tracksHistory) == true else { return nil }
+        return HistoryRecord.Origin(author: transactionAuthor, contextName: name, instanceID: persistentStoreCoordinator.instanceID)
     }
 
     public var description: String {

@@ -157,10 +157,13 @@ public struct BatchInsertRequest: Sendable {
         }
     }
 
+    /// True when the result must list the new rows' IDs.
+    var wantsIDs: Bool { resultType == .objectIDs || !contextsToMerge.isEmpty }
+
     /// The rows checked and converted to the entity's types, in one column order.
-    func plan(for entity: EntityDescription) throws -> BatchInsertPlan {
+    func plan(for entity: EntityDescription, returningIDs: Bool = false) throws -> BatchInsertPlan {
         if let encodedRows {
-            return try BatchInsertPlan(entity: entity, encodedRows: encodedRows, request: self)
+            return try BatchInsertPlan(entity: entity, encodedRows: encodedRows, request: self, returningIDs: returningIDs)
         }
         var converted: [[Int: AttributeValue]] = []
         converted.reserveCapacity(rows.count)
@@ -177,7 +180,7 @@ public struct BatchInsertRequest: Sendable {
             }
             converted.append(values)
         }
-        return try BatchInsertPlan(entity: entity, rows: converted, request: self)
+        return try BatchInsertPlan(entity: entity, rows: converted, request: self, returningIDs: returningIDs)
     }
 
     private static func convert(_ value: AttributeValue, for entity: EntityDescription, at index: Int, row: Int) throws -> AttributeValue {
@@ -235,9 +238,9 @@ struct BatchInsertPlan: Sendable {
     /// Rows already encoded for COPY: one COPY into the table, or, when IDs come back or
     /// conflicts are handled, one COPY into a temporary table and one `INSERT … SELECT`
     /// from it (every key is supplied, so an upsert updates every column).
-    init(entity: EntityDescription, encodedRows: BatchInsertRequest.EncodedRows, request: BatchInsertRequest) throws {
+    init(entity: EntityDescription, encodedRows: BatchInsertRequest.EncodedRows, request: BatchInsertRequest, returningIDs: Bool) throws {
         let columns = entity.columnIndices.map(entity.columnName(of:))
-        let wantIDs = request.resultType == .objectIDs || !request.contextsToMerge.isEmpty
+        let wantIDs = returningIDs || request.wantsIDs
         if !wantIDs, request.onConflict == .error {
             steps = [.copy(table: entity.tableName, columns: columns, rows: encodedRows.bytes, count: encodedRows.count)]
             return
@@ -249,11 +252,12 @@ struct BatchInsertPlan: Sendable {
             .copy(table: staging, columns: columns, rows: encodedRows.bytes, count: encodedRows.count, isStaging: true),
         ]
         let select = "SELECT * FROM \(quoteIdentifier(staging))"
-        steps.append(try Self.insert(entity, from: select, bindings: PostgresBindings(), suppliedKeys: entity.columnIndices, request: request))
+        steps.append(try Self.insert(entity, from: select, bindings: PostgresBindings(), suppliedKeys: entity.columnIndices, request: request,
+                                     returningIDs: wantIDs))
     }
 
-    init(entity: EntityDescription, rows: [[Int: AttributeValue]], request: BatchInsertRequest) throws {
-        let wantIDs = request.resultType == .objectIDs || !request.contextsToMerge.isEmpty
+    init(entity: EntityDescription, rows: [[Int: AttributeValue]], request: BatchInsertRequest, returningIDs: Bool) throws {
+        let wantIDs = returningIDs || request.wantsIDs
         if !wantIDs, request.onConflict == .error {
             // Keys a row leaves out get the model's defaults.
             let full = rows.map { row in entity.properties.indices.map { row[$0] ?? entity.defaultValues[$0] } }
@@ -279,14 +283,15 @@ struct BatchInsertPlan: Sendable {
                 casts.append("$\(bindings.count)::\(type.sqlType)[]")
             }
             let select = "SELECT * FROM unnest(\(casts.joined(separator: ", ")))"
-            steps.append(try Self.insert(entity, from: select, bindings: bindings, suppliedKeys: keys, request: request))
+            steps.append(try Self.insert(entity, from: select, bindings: bindings, suppliedKeys: keys, request: request, returningIDs: wantIDs))
         }
     }
 
     /// `INSERT INTO table (every column) <select>` with the request's conflict handling,
     /// returning the new IDs or their count.
     private static func insert(
-        _ entity: EntityDescription, from select: String, bindings: PostgresBindings, suppliedKeys keys: [Int], request: BatchInsertRequest
+        _ entity: EntityDescription, from select: String, bindings: PostgresBindings, suppliedKeys keys: [Int], request: BatchInsertRequest,
+        returningIDs: Bool
     ) throws -> Step {
         let columns = entity.columnIndices.map { quoteIdentifier(entity.columnName(of: $0)) }
         var sql = "INSERT INTO \(quoteIdentifier(entity.tableName)) (\(columns.joined(separator: ", "))) \(select)"
@@ -304,7 +309,7 @@ struct BatchInsertPlan: Sendable {
             sql += updates.isEmpty ? " ON CONFLICT DO NOTHING"
                 : " ON CONFLICT (\(targetColumns.joined(separator: ", "))) DO UPDATE SET \(updates.joined(separator: ", "))"
         }
-        if request.resultType == .objectIDs || !request.contextsToMerge.isEmpty {
+        if returningIDs {
             return .insert(sql: sql + " RETURNING \"id\"", bindings: bindings, returnsIDs: true)
         }
         return .insert(sql: "WITH i AS (\(sql) RETURNING 1) SELECT count(*) FROM i", bindings: bindings, returnsIDs: false)

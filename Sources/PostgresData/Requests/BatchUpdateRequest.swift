@@ -96,8 +96,9 @@ public struct BatchUpdateRequest: Sendable {
     }
 
     /// The statement: `UPDATE t SET … WHERE … RETURNING …`, or, for a count,
-    /// `WITH u AS (UPDATE … RETURNING 1) SELECT count(*) FROM u`.
-    func plan(for entity: EntityDescription, returningIDs: Bool) throws -> BatchUpdatePlan {
+    /// `WITH u AS (UPDATE … RETURNING 1) SELECT count(*) FROM u`; with `history`, wrapped so
+    /// that it also records the rows in persistent history.
+    func plan(for entity: EntityDescription, returningIDs: Bool, history: HistoryRecord.Origin? = nil) throws -> BatchUpdatePlan {
         guard !propertiesToUpdate.isEmpty else {
             throw PostgresDataError.invalidRequest("a batch update of \(entity.name) needs propertiesToUpdate")
         }
@@ -165,22 +166,26 @@ public struct BatchUpdateRequest: Sendable {
             }
         }
         let returning: BatchUpdatePlan.Returning
+        var list = "t.\"id\""
         switch resultType {
         case .updatedObjects:
             let columns = returned.map { "t.\(quoteIdentifier(entity.columnName(of: entity.propertyIndex(named: $0.name)!)))" }
-            sql += " RETURNING t.\"id\", " + columns.joined(separator: ", ")
+            list += ", " + columns.joined(separator: ", ")
             returning = .values(returned)
         case .updatedObjectIDs:
-            sql += " RETURNING t.\"id\""
             returning = .ids
         case .statusOnly, .updatedObjectsCount:
-            if returningIDs {
-                sql += " RETURNING t.\"id\""
-                returning = .ids
-            } else {
-                sql = "WITH u AS (\(sql) RETURNING 1) SELECT count(*) FROM u"
-                returning = .count
-            }
+            returning = returningIDs ? .ids : .count
+        }
+        if let history {
+            // The same statement records the updated rows in history.
+            let select = if case .count = returning { "SELECT count(*) FROM u" } else { "SELECT * FROM u" }
+            sql = try HistoryRecord.wrapping(sql + " RETURNING " + list, bindings: &condition.bindings, origin: history, entity: entity,
+                                             changeType: .update, updatedProperties: propertiesToUpdate.keys.sorted(), select: select)
+        } else if case .count = returning {
+            sql = "WITH u AS (\(sql) RETURNING 1) SELECT count(*) FROM u"
+        } else {
+            sql += " RETURNING " + list
         }
         return BatchUpdatePlan(sql: sql, bindings: condition.bindings, returning: returning)
     }

@@ -20,11 +20,18 @@ public final class PersistentStoreCoordinator: Sendable {
         var sequences: [String]
         var constraints: [String: SchemaConstraint]
         var saveIsolation: TransactionOptions.IsolationLevel
+        var tracksHistory: Bool
+        var listener: RemoteChangeListener?
     }
 
     private let store = Locked<LoadedStore?>(nil)
     private let requests = Locked<Int>(0)
     private let observers = Locked<[ManagedObjectContextBox]>([])
+    let remoteChangeHub = RemoteChangeHub()
+
+    /// Identifies this coordinator in the persistent history it writes, so that its own
+    /// saves are not merged back into its contexts as remote changes.
+    public let instanceID = UUID()
 
     /// A coordinator for `model`; add a store before using it.
     public init(managedObjectModel: ManagedObjectModel, logger: Logger = Logger(label: "PostgresData")) {
@@ -48,14 +55,39 @@ public final class PersistentStoreCoordinator: Sendable {
         /// ``PostgresDataError/isRetryable`` error to retry with
         /// ``ManagedObjectContext/perform(retryingUpTo:_:)``.
         public var saveIsolation: TransactionOptions.IsolationLevel
+        /// Record every save and batch request in the store's persistent history, in the
+        /// same transaction (off by default). The history tables are created when missing.
+        ///
+        /// Core Data equivalent: `NSPersistentHistoryTrackingKey`.
+        public var persistentHistoryTracking: Bool
+        /// With history tracking, listen for other processes' saves (`LISTEN` on one
+        /// dedicated connection), read their history, and merge it into the contexts that
+        /// merge automatically; see ``PersistentStoreCoordinator/remoteChanges()``. On by default.
+        ///
+        /// Core Data equivalent: `NSPersistentStoreRemoteChangeNotificationPostOptionKey`.
+        public var remoteChangeNotifications: Bool
+        /// Where remote changes start: the token a previous run of the process kept
+        /// (``PersistentStoreCoordinator/lastRemoteChangeToken``), so that a restarted process
+        /// catches up with what it missed. Nil: from the moment the store loads.
+        public var remoteChangesStartToken: PersistentHistoryToken?
+        /// The server the remote-change listener connects to, when it must differ from the
+        /// store's (behind PgBouncer in transaction mode, `LISTEN` needs a direct connection).
+        public var listenerConfiguration: Configuration?
 
-        /// Options; the defaults check the schema, open at most 8 connections and save in read committed.
+        /// Options; the defaults check the schema, open at most 8 connections, save in read
+        /// committed and keep no history.
         public init(createSchemaIfMissing: Bool = false, maximumConnections: Int = 8, leaseTimeout: Duration = .seconds(30),
-                    saveIsolation: TransactionOptions.IsolationLevel = .readCommitted) {
+                    saveIsolation: TransactionOptions.IsolationLevel = .readCommitted, persistentHistoryTracking: Bool = false,
+                    remoteChangeNotifications: Bool = true, remoteChangesStartToken: PersistentHistoryToken? = nil,
+                    listenerConfiguration: Configuration? = nil) {
             self.createSchemaIfMissing = createSchemaIfMissing
             self.maximumConnections = maximumConnections
             self.leaseTimeout = leaseTimeout
             self.saveIsolation = saveIsolation
+            self.persistentHistoryTracking = persistentHistoryTracking
+            self.remoteChangeNotifications = remoteChangeNotifications
+            self.remoteChangesStartToken = remoteChangesStartToken
+            self.listenerConfiguration = listenerConfiguration
         }
     }
 
@@ -68,12 +100,24 @@ public final class PersistentStoreCoordinator: Sendable {
         let pool = ConnectionPool(configuration: configuration, maximumConnections: options.maximumConnections,
                                   leaseTimeout: options.leaseTimeout, logger: logger)
         do {
-            let sequences = try await pool.withConnection { connection in
-                try await SchemaCheck(model: managedObjectModel).prepare(connection, create: options.createSchemaIfMissing)
+            let (sequences, start) = try await pool.withConnection { connection in
+                let sequences = try await SchemaCheck(model: managedObjectModel).prepare(connection, create: options.createSchemaIfMissing)
+                guard options.persistentHistoryTracking else { return (sequences, PersistentHistoryToken?.none) }
+                try await HistorySchema.prepare(connection)
+                let now = try await connection.query("SELECT pg_current_snapshot()::text")[0].decode(String.self, at: 0)
+                return (sequences, options.remoteChangesStartToken ?? PersistentHistoryToken(snapshot: now))
+            }
+            var listener: RemoteChangeListener?
+            if let start, options.remoteChangeNotifications {
+                listener = RemoteChangeListener(
+                    configuration: options.listenerConfiguration ?? configuration, model: managedObjectModel, instanceID: instanceID,
+                    start: start, logger: logger) { [weak self] result in self?.mergeRemoteChanges(result) }
+                try await listener?.start()
             }
             store.withLock {
                 $0 = LoadedStore(pool: pool, sequences: sequences, constraints: managedObjectModel.schemaConstraints,
-                                 saveIsolation: options.saveIsolation)
+                                 saveIsolation: options.saveIsolation, tracksHistory: options.persistentHistoryTracking,
+                                 listener: listener)
             }
         } catch {
             await pool.shutdown()
@@ -99,7 +143,9 @@ public final class PersistentStoreCoordinator: Sendable {
             defer { store = nil }
             return store
         }
+        await loaded?.listener?.stop()
         await loaded?.pool.shutdown()
+        remoteChangeHub.finish()
     }
 
     /// The connection pool of the loaded store, for SQL of your own beside the object graph.
@@ -151,6 +197,35 @@ public final class PersistentStoreCoordinator: Sendable {
     }
 
     // MARK: Contexts that merge saves automatically
+
+    /// History written by other coordinators, as the remote-change listener reads it (a
+    /// store loaded with history tracking and remote-change notifications). The stream ends
+    /// when the store closes.
+    ///
+    /// Core Data equivalent: observing `NSPersistentStoreRemoteChange`.
+    public func remoteChanges() -> AsyncStream<PersistentStoreRemoteChange> {
+        remoteChangeHub.subscribe()
+    }
+
+    /// The position after the last remote changes read; keep it to catch up after a
+    /// restart. Nil without a remote-change listener.
+    public var lastRemoteChangeToken: PersistentHistoryToken? {
+        store.withLock { $0?.listener }?.token
+    }
+
+    /// Remote history: the row cache forgets what changed, the contexts that merge
+    /// automatically merge it, subscribers get it.
+    func mergeRemoteChanges(_ result: PersistentHistoryResult) {
+        guard let token = result.token else { return }
+        let change = PersistentStoreRemoteChange(transactions: result.transactions, token: token)
+        let payload = change.objectIDNotification()
+        rowCache.remove(payload.updatedObjectIDs.union(payload.deletedObjectIDs))
+        let contexts = observers.withLock { $0.compactMap(\.context) }
+        for context in contexts where context.parent == nil && context.automaticallyMergesChangesFromParent {
+            context.enqueueMerge(payload)
+        }
+        remoteChangeHub.post(change)
+    }
 
     func register(_ context: ManagedObjectContext) {
         observers.withLock { observers in

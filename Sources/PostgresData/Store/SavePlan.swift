@@ -64,7 +64,7 @@ struct SavePlan: Sendable {
     var insertsRows = false
 
     init(inserts: [Insert], updates: [Update], deletes: [Delete], joinInserts: [JoinChange],
-         joinDeletes: [JoinChange]) throws {
+         joinDeletes: [JoinChange], history: HistoryRecord? = nil) throws {
         // Updates first: a deletion's ON DELETE SET NULL must not change rows this save
         // updates (their version check would fail). Deletions before inserts, so a new row
         // may take a unique value a deleted one held.
@@ -73,13 +73,17 @@ struct SavePlan: Sendable {
         try planDeletes(deletes)
         try planInserts(inserts)
         try planJoinChanges(joinInserts, insert: true)
+        if let history, !statements.isEmpty {
+            let (sql, bindings) = try history.statement()
+            statements.append(Statement(sql: sql, bindings: bindings, check: .none))
+        }
     }
 
     var isEmpty: Bool { statements.isEmpty }
 
     /// Elements grouped by entity, in first-seen order. Saves touch few entities, so a linear
     /// search by identity beats hashing every element.
-    private static func grouped<Element>(_ elements: [Element], by entity: (Element) -> EntityDescription)
+    static func grouped<Element>(_ elements: [Element], by entity: (Element) -> EntityDescription)
         -> [(EntityDescription, [Element])] {
         var groups: [(EntityDescription, [Element])] = []
         var last = -1

@@ -1,0 +1,87 @@
+import Foundation
+import PostgresClient
+
+/// The history of one save or batch request, planned as one statement that writes the
+/// transaction row and its change rows together (one change row per entity and kind of
+/// change; the keys travel as one array and are sliced per row on the server).
+struct HistoryRecord: Sendable {
+    /// Who writes: the context's author and name, and the coordinator.
+    struct Origin: Sendable {
+        var author: String?
+        var contextName: String?
+        var instanceID: UUID
+    }
+
+    struct Group: Sendable {
+        var entity: EntityDescription
+        var changeType: PersistentHistoryChange.ChangeType
+        var keys: [Int64]
+        var updatedProperties: [String]?
+    }
+
+    var origin: Origin
+    var groups: [Group] = []
+
+    init(origin: Origin) {
+        self.origin = origin
+    }
+
+    /// Adds keys of one entity and kind of change (nothing when `keys` is empty).
+    mutating func record(_ entity: EntityDescription, _ changeType: PersistentHistoryChange.ChangeType, keys: [Int64],
+                         updatedProperties: [String]? = nil) {
+        guard !keys.isEmpty else { return }
+        groups.append(Group(entity: entity, changeType: changeType, keys: keys, updatedProperties: updatedProperties))
+    }
+
+    /// `WITH t AS (INSERT INTO transaction … RETURNING id) INSERT INTO change SELECT …`.
+    func statement() throws -> (sql: String, bindings: PostgresBindings) {
+        var bindings = PostgresBindings()
+        try bindings.append(origin.author)
+        try bindings.append(origin.contextName)
+        try bindings.append(origin.instanceID)
+        var starts: [Int32] = []
+        var ends: [Int32] = []
+        var keys: [Int64] = []
+        keys.reserveCapacity(groups.reduce(0) { $0 + $1.keys.count })
+        for group in groups {
+            starts.append(Int32(keys.count + 1))
+            keys += group.keys
+            ends.append(Int32(keys.count))
+        }
+        try bindings.append(groups.map(\.entity.name))
+        try bindings.append(groups.map(\.changeType.rawValue))
+        try bindings.append(groups.map { $0.updatedProperties?.joined(separator: ",") })
+        try bindings.append(starts)
+        try bindings.append(ends)
+        try bindings.append(keys)
+        let sql = """
+            WITH t AS (INSERT INTO \(HistorySchema.transactions) ("author", "context_name", "origin") VALUES ($1, $2, $3) RETURNING "id") \
+            INSERT INTO \(HistorySchema.changes) ("transaction_id", "entity", "change_type", "object_keys", "updated_properties") \
+            SELECT t."id", g.e, g.c, ($9::bigint[])[g.s:g.f], string_to_array(g.p, ',') \
+            FROM t, unnest($4::text[], $5::int2[], $6::text[], $7::int4[], $8::int4[]) AS g(e, c, p, s, f)
+            """
+        return (sql, bindings)
+    }
+
+    /// Wraps a data-changing statement `changing` (whose `RETURNING` list starts with the
+    /// row's key, named `id`) so that the same statement records its rows in history:
+    /// the keys never leave the server. `select` reads the changed rows from `u`.
+    static func wrapping(_ changing: String, bindings: inout PostgresBindings, origin: Origin, entity: EntityDescription,
+                         changeType: PersistentHistoryChange.ChangeType, updatedProperties: [String]?, select: String) throws -> String {
+        try bindings.append(origin.author)
+        let author = bindings.count
+        try bindings.append(origin.contextName)
+        try bindings.append(origin.instanceID)
+        try bindings.append(entity.name)
+        try bindings.append(changeType.rawValue)
+        try bindings.append(updatedProperties)
+        return """
+            WITH t AS (INSERT INTO \(HistorySchema.transactions) ("author", "context_name", "origin") \
+            VALUES ($\(author), $\(author + 1), $\(author + 2)) RETURNING "id"), \
+            u AS (\(changing)), \
+            h AS (INSERT INTO \(HistorySchema.changes) ("transaction_id", "entity", "change_type", "object_keys", "updated_properties") \
+            SELECT t."id", $\(author + 3), $\(author + 4), array_agg(u."id"), $\(author + 5)::text[] FROM t, u GROUP BY t."id") \
+            \(select)
+            """
+    }
+}

@@ -1,0 +1,195 @@
+import Foundation
+import PostgresClient
+
+extension PersistentStoreCoordinator {
+    /// The position after every history transaction committed now: fetching history after
+    /// it returns only what is written from now on.
+    ///
+    /// Core Data equivalent: `currentPersistentHistoryToken(fromStores:)`.
+    public func currentPersistentHistoryToken() async throws -> PersistentHistoryToken {
+        let snapshot = try await withConnection { connection in
+            try await connection.query("SELECT pg_current_snapshot()::text")[0].decode(String.self, at: 0)
+        }
+        return PersistentHistoryToken(snapshot: snapshot)
+    }
+
+    /// Runs a history request on `connection`, or on a pooled one when nil.
+    func execute(_ request: PersistentHistoryChangeRequest, on connection: Connection? = nil,
+                 excludingInstance instance: UUID? = nil) async throws -> PersistentHistoryResult {
+        guard try loaded().tracksHistory else {
+            throw PostgresDataError.invalidRequest("the store does not track persistent history; load it with StoreOptions(persistentHistoryTracking: true)")
+        }
+        let model = managedObjectModel
+        let run: @Sendable (Connection) async throws -> PersistentHistoryResult = { connection in
+            switch request.operation {
+            case .fetchAfterToken, .fetchAfterDate:
+                // One snapshot for the position and the rows.
+                try await connection.withTransaction(TransactionOptions(isolation: .repeatableRead, readOnly: true)) { connection in
+                    try await HistoryFetch(request: request, model: model, excluding: instance).run(on: connection)
+                }
+            case .deleteBeforeToken(let token):
+                try await Self.deleteHistory(where: "(\"xid\" < pg_snapshot_xmax($1::text::pg_snapshot) OR \"xid\"::text = ANY($2)) AND \(HistoryFetch.seen("$1", "$2", "$3"))",
+                                             bindings: try PostgresBindings(token.snapshot, token.seen, token.unseen), on: connection)
+            case .deleteBeforeDate(let date):
+                try await Self.deleteHistory(where: "\"timestamp\" < $1", bindings: try PostgresBindings(date), on: connection)
+            }
+        }
+        if let connection {
+            do { return try await run(connection) } catch { throw Self.wrap(error) }
+        }
+        return try await withConnection(run)
+    }
+
+    private static func deleteHistory(where condition: String, bindings: PostgresBindings, on connection: Connection) async throws -> PersistentHistoryResult {
+        let rows = try await connection.query(
+            "WITH d AS (DELETE FROM \(HistorySchema.transactions) WHERE \(condition) RETURNING 1) SELECT count(*) FROM d", bindings: bindings)
+        return PersistentHistoryResult(transactions: [], count: Int(try rows[0].decode(Int64.self, at: 0)), token: nil)
+    }
+}
+
+/// One history fetch, inside a repeatable-read transaction: the snapshot, the transactions,
+/// their changes.
+struct HistoryFetch {
+    let request: PersistentHistoryChangeRequest
+    let model: ManagedObjectModel
+    let excluding: UUID?
+
+    /// SQL true when the token given by three text parameters (snapshot, seen, unseen) has
+    /// seen the row's `xid`.
+    static func seen(_ snapshot: String, _ seen: String, _ unseen: String) -> String {
+        "((pg_visible_in_snapshot(\"xid\", \(snapshot)::text::pg_snapshot) AND NOT \"xid\"::text = ANY(\(unseen))) OR \"xid\"::text = ANY(\(seen)))"
+    }
+
+    struct Row {
+        var number: Int64
+        var xid: String
+        var author: String?
+        var contextName: String?
+        var origin: UUID
+        var timestamp: Date
+    }
+
+    func run(on connection: Connection) async throws -> PersistentHistoryResult {
+        let now = try await connection.query("SELECT pg_current_snapshot()::text")[0].decode(String.self, at: 0)
+        var bindings = PostgresBindings()
+        var conditions: [String] = []
+        var previous: PersistentHistoryToken?
+        switch request.operation {
+        case .fetchAfterToken(let token?):
+            previous = token
+            try bindings.append(token.snapshot)
+            try bindings.append(token.seen)
+            try bindings.append(token.unseen)
+            // The index on xid bounds the search; a transaction left unseen may be older.
+            conditions.append("(\"xid\" >= pg_snapshot_xmin($1::text::pg_snapshot) OR \"xid\"::text = ANY($3))")
+            conditions.append("NOT \(Self.seen("$1", "$2", "$3"))")
+        case .fetchAfterDate(let date):
+            try bindings.append(date)
+            conditions.append("\"timestamp\" > $\(bindings.count)")
+        default:
+            break
+        }
+        if let excluding {
+            try bindings.append(excluding)
+            conditions.append("\"origin\" <> $\(bindings.count)")
+        }
+        if let authors = request.authors {
+            try bindings.append(Array(authors))
+            conditions.append("\"author\" = ANY($\(bindings.count))")
+        }
+        if !request.excludedAuthors.isEmpty {
+            try bindings.append(Array(request.excludedAuthors))
+            conditions.append("\"author\" IS DISTINCT FROM ALL($\(bindings.count))")
+        }
+        let filter = conditions.isEmpty ? "" : " WHERE " + conditions.joined(separator: " AND ")
+        if request.resultType == .count {
+            let count = try await connection.query("SELECT count(*) FROM \(HistorySchema.transactions)\(filter)", bindings: bindings)
+            return PersistentHistoryResult(transactions: [], count: Int(try count[0].decode(Int64.self, at: 0)), token: nil)
+        }
+        let limit = request.fetchLimit.map { " LIMIT \(max(0, $0) + 1)" } ?? ""
+        var rows = try await connection.query(
+            "SELECT \"id\", \"xid\"::text, \"author\", \"context_name\", \"origin\", \"timestamp\" FROM \(HistorySchema.transactions)\(filter) ORDER BY \"id\"\(limit)",
+            bindings: bindings
+        ).map { row in
+            Row(number: try row.decode(Int64.self, at: 0), xid: try row.decode(String.self, at: 1), author: try row.decode(String?.self, at: 2),
+                contextName: try row.decode(String?.self, at: 3), origin: try row.decode(UUID.self, at: 4), timestamp: try row.decode(Date.self, at: 5))
+        }
+        var truncated = false
+        if let fetchLimit = request.fetchLimit, rows.count > fetchLimit {
+            rows.removeLast(rows.count - max(0, fetchLimit))
+            truncated = true
+        }
+        let changes = request.resultType == .transactionsAndChanges ? try await self.changes(of: rows.map(\.number), on: connection) : [:]
+        let tokens = try await self.tokens(for: rows, now: now, previous: previous, truncated: truncated, on: connection)
+        var transactions: [PersistentHistoryTransaction] = []
+        transactions.reserveCapacity(rows.count)
+        for (row, token) in zip(rows, tokens.each) {
+            transactions.append(PersistentHistoryTransaction(
+                token: token, author: row.author, contextName: row.contextName, timestamp: row.timestamp,
+                changes: changes[row.number] ?? [], transactionNumber: row.number, transactionID: UInt64(row.xid) ?? 0,
+                storeInstanceID: row.origin))
+        }
+        return PersistentHistoryResult(transactions: transactions, count: transactions.count, token: tokens.end)
+    }
+
+    /// Each transaction's token, and the token after the whole result.
+    ///
+    /// After a token, the prefix form: the earlier token plus the transactions returned up to
+    /// this one. After a date (or with no token), the current snapshot minus the transactions
+    /// returned after this one (and, when a limit cut the result, those left out).
+    private func tokens(for rows: [Row], now: String, previous: PersistentHistoryToken?, truncated: Bool,
+                        on connection: Connection) async throws -> (each: [PersistentHistoryToken], end: PersistentHistoryToken) {
+        let complete = PersistentHistoryToken(snapshot: now)
+        if case .fetchAfterToken = request.operation, let previous {
+            var seen = previous.seen
+            var each: [PersistentHistoryToken] = []
+            for row in rows {
+                seen.append(row.xid)
+                each.append(PersistentHistoryToken(snapshot: previous.snapshot, seen: seen, unseen: previous.unseen))
+            }
+            if !truncated, !each.isEmpty { each[each.count - 1] = complete }
+            return (each, truncated ? (each.last ?? previous) : complete)
+        }
+        var leftOut: [String] = []
+        if truncated {
+            var bindings = PostgresBindings()
+            try bindings.append(rows.last?.number ?? 0)
+            var condition = "\"id\" > $1"
+            if case .fetchAfterDate(let date) = request.operation {
+                try bindings.append(date)
+                condition += " AND \"timestamp\" > $2"
+            }
+            leftOut = try await connection.query("SELECT \"xid\"::text FROM \(HistorySchema.transactions) WHERE \(condition)", bindings: bindings)
+                .map { try $0.decode(String.self, at: 0) }
+        }
+        var each: [PersistentHistoryToken] = []
+        for index in rows.indices {
+            each.append(PersistentHistoryToken(snapshot: now, unseen: rows[(index + 1)...].map(\.xid) + leftOut))
+        }
+        return (each, truncated ? (each.last ?? PersistentHistoryToken(snapshot: now, unseen: leftOut)) : complete)
+    }
+
+    /// The changes of the transactions `numbers`, one per object, by transaction number.
+    private func changes(of numbers: [Int64], on connection: Connection) async throws -> [Int64: [PersistentHistoryChange]] {
+        guard !numbers.isEmpty else { return [:] }
+        let rows = try await connection.query(
+            "SELECT \"transaction_id\", \"entity\", \"change_type\", \"object_keys\", \"updated_properties\" FROM \(HistorySchema.changes) WHERE \"transaction_id\" = ANY($1) ORDER BY \"transaction_id\"",
+            numbers)
+        var result: [Int64: [PersistentHistoryChange]] = [:]
+        for row in rows {
+            // History written by another version of the model may name entities this one lacks.
+            guard let entity = model.entitiesByName[try row.decode(String.self, at: 1)],
+                  let type = PersistentHistoryChange.ChangeType(rawValue: try row.decode(Int16.self, at: 2)) else { continue }
+            let properties = try row.decode([String]?.self, at: 4).map(Set.init)
+            let keys = try row.decode([Int64].self, at: 3)
+            var changes = result[try row.decode(Int64.self, at: 0), default: []]
+            changes.reserveCapacity(changes.count + keys.count)
+            for key in keys {
+                changes.append(PersistentHistoryChange(changeType: type, changedObjectID: ManagedObjectID(entity: entity, primaryKey: key),
+                                                       updatedProperties: properties))
+            }
+            result[try row.decode(Int64.self, at: 0)] = changes
+        }
+        return result
+    }
+}
