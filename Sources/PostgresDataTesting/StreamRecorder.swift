@@ -35,7 +35,7 @@ public final class StreamRecorder<Element: Sendable>: Sendable {
     public func first(_ what: String, limit: Duration = .seconds(30), where predicate: (Element) -> Bool) async throws -> Element {
         var found: Element?
         try await Deadline.poll(what, limit: limit) {
-            found = elements.withLock { $0.first(where: predicate) }
+            found = recorded.first(where: predicate)
             return found != nil
         }
         return found!

@@ -91,6 +91,7 @@ extension ManagedObjectContext {
             deletedObjectIDs: pendingChanges.deleted, refreshedObjectIDs: pendingChanges.refreshed)
         pendingChanges = PendingChanges()
         notificationHub.post(.objectsDidChange(changes))
+        for observer in notificationHub.observers() { observer.body(changes) }
         NotificationCenter.default.post(name: Self.objectsDidChangeNotification, object: self, userInfo: ["changes": changes])
     }
 
@@ -182,6 +183,7 @@ final class NotificationHub: Sendable {
         var subscribers: [UInt64: AsyncStream<ContextNotification>.Continuation] = [:]
         var next: UInt64 = 0
         var children: [ManagedObjectContextBox] = []
+        var observers: [UInt64: ObjectsObserver] = [:]
     }
 
     private let state = Locked(State())
@@ -203,6 +205,23 @@ final class NotificationHub: Sendable {
         for continuation in state.withLock({ Array($0.subscribers.values) }) { continuation.yield(notification) }
     }
 
+    /// Adds a callback run on the context's queue, synchronously, after each objects-did-change.
+    func observe(_ observer: ObjectsObserver) -> UInt64 {
+        state.withLock { state in
+            state.next += 1
+            state.observers[state.next] = observer
+            return state.next
+        }
+    }
+
+    func removeObserver(_ id: UInt64) {
+        state.withLock { _ = $0.observers.removeValue(forKey: id) }
+    }
+
+    func observers() -> [ObjectsObserver] {
+        state.withLock { state in state.observers.keys.sorted().compactMap { state.observers[$0] } }
+    }
+
     func addChild(_ context: ManagedObjectContext) {
         state.withLock { state in
             state.children.removeAll { $0.context == nil }
@@ -213,6 +232,13 @@ final class NotificationHub: Sendable {
     func children() -> [ManagedObjectContext] {
         state.withLock { $0.children.compactMap(\.context) }
     }
+}
+
+/// A callback of objects-did-change, only ever called on its context's queue (hence
+/// unchecked: what it captures stays confined to that queue).
+final class ObjectsObserver: @unchecked Sendable {
+    let body: (ContextObjectsDidChange) -> Void
+    init(_ body: @escaping (ContextObjectsDidChange) -> Void) { self.body = body }
 }
 
 /// A context held weakly, for the lists of contexts to notify (its `weak` reference is only

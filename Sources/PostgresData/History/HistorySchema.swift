@@ -42,18 +42,21 @@ enum HistorySchema {
             PERFORM pg_notify('\(channel)', NEW."origin"::text);
             RETURN NULL;
         END $$;
-        DROP TRIGGER IF EXISTS "postgres_data_history_notify" ON \(transactions);
         CREATE TRIGGER "postgres_data_history_notify" AFTER INSERT ON \(transactions)
             FOR EACH ROW EXECUTE FUNCTION "postgres_data_history_notify"();
         """
 
-    /// Creates the history tables unless they exist (several processes may load at once).
+    /// Creates the history tables unless they exist (several processes may load at once:
+    /// the first creates them under a lock, the others find them there).
     static func prepare(_ connection: Connection) async throws {
-        let present = try await connection.query("SELECT to_regclass($1) IS NOT NULL AND to_regclass($2) IS NOT NULL",
-                                                 transactionTable, changeTable)
-        if try present[0].decode(Bool.self, at: 0) { return }
+        func present(_ connection: Connection) async throws -> Bool {
+            try await connection.query("SELECT to_regclass($1) IS NOT NULL AND to_regclass($2) IS NOT NULL",
+                                       transactionTable, changeTable)[0].decode(Bool.self, at: 0)
+        }
+        if try await present(connection) { return }
         try await connection.withTransaction { connection in
             try await connection.query("SELECT pg_advisory_xact_lock(hashtext('postgres_data_schema'))")
+            if try await present(connection) { return }
             try await connection.execute(script: creation)
         }
     }
