@@ -1,18 +1,22 @@
 // A stress worker process: runs StressRun against $DATABASE_URL (whose schema and shared
 // graph another process seeded) and prints its ledger as JSON, for a test that runs several
-// at once and checks the database against their ledgers.
+// at once and checks the database against their ledgers. With `mode=watch` it is instead
+// the other process of the cross-process merging tests (see HistoryWatcher).
 //
 //     DATABASE_URL=postgres://… postgres-data-stress seconds=60 threads=2 contexts=4 seed=7 name=a
+//     DATABASE_URL=postgres://… postgres-data-stress mode=watch token-file=/tmp/token
 
 import Foundation
 import PostgresData
 import StressWorkload
 
 var options = StressOptions()
+var watching = false
+var tokenFile: String?
 for argument in CommandLine.arguments.dropFirst() {
     let parts = argument.split(separator: "=", maxSplits: 1).map(String.init)
     guard parts.count == 2 else {
-        FileHandle.standardError.write(Data("expected key=value arguments (seconds, threads, contexts, seed, name), got \(argument)\n".utf8))
+        FileHandle.standardError.write(Data("expected key=value arguments (seconds, threads, contexts, seed, name, mode, token-file), got \(argument)\n".utf8))
         exit(2)
     }
     switch parts[0] {
@@ -21,9 +25,20 @@ for argument in CommandLine.arguments.dropFirst() {
     case "contexts": options.contextsPerThread = Int(parts[1]) ?? options.contextsPerThread
     case "seed": options.seed = UInt64(parts[1]) ?? options.seed
     case "name": options.name = parts[1]
+    case "mode": watching = parts[1] == "watch"
+    case "token-file": tokenFile = parts[1]
     default:
-        FileHandle.standardError.write(Data("unknown argument \(parts[0]); known: seconds, threads, contexts, seed, name\n".utf8))
+        FileHandle.standardError.write(Data("unknown argument \(parts[0]); known: seconds, threads, contexts, seed, name, mode, token-file\n".utf8))
         exit(2)
+    }
+}
+
+if watching {
+    do {
+        try await HistoryWatcher.run(tokenFile: tokenFile)
+    } catch {
+        FileHandle.standardError.write(Data("the watcher stopped: \(error)\n".utf8))
+        exit(1)
     }
 }
 
