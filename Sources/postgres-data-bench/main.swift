@@ -7,7 +7,7 @@ import PostgresDataTesting
 // postgres-data-bench: every workload through PostgresClient (A) and through raw libpq (B),
 // alternating A B A B in one process run, medians printed with their ratio and peak memory.
 //
-//   swift run -c release postgres-data-bench [--rows N] [--runs N] [--cancel-runs N] [--json PATH] [--only TEXT]
+//   swift run -c release postgres-data-bench [--rows N] [--runs N] [--cancel-runs N] [--merge-runs N] [--json PATH] [--only TEXT]
 //
 // Without DATABASE_URL it starts a throwaway PostgreSQL with durable settings (fsync on).
 // Before each run freed memory goes back to the system (malloc_trim), so peaks are per run
@@ -16,6 +16,7 @@ import PostgresDataTesting
 var rows = 1_000_000
 var runs = 5
 var cancelRuns = 50
+var mergeRuns = 200
 var jsonPath: String?
 var only: String?
 var arguments = CommandLine.arguments.dropFirst().makeIterator()
@@ -24,10 +25,11 @@ while let argument = arguments.next() {
     case "--rows": rows = Int(arguments.next() ?? "") ?? rows
     case "--runs": runs = Int(arguments.next() ?? "") ?? runs
     case "--cancel-runs": cancelRuns = Int(arguments.next() ?? "") ?? cancelRuns
+    case "--merge-runs": mergeRuns = Int(arguments.next() ?? "") ?? mergeRuns
     case "--json": jsonPath = arguments.next()
     case "--only": only = arguments.next()
     default:
-        print("usage: postgres-data-bench [--rows N] [--runs N] [--cancel-runs N] [--json PATH] [--only TEXT]")
+        print("usage: postgres-data-bench [--rows N] [--runs N] [--cancel-runs N] [--merge-runs N] [--json PATH] [--only TEXT]")
         exit(argument == "--help" ? 0 : 2)
     }
 }
@@ -92,8 +94,11 @@ func printRow(_ row: Row) {
 print("workload                                       PostgresData        raw libpq   ratio   peak (A)   peak (B)")
 let container = PersistentContainer(name: "Bench", model: ManagedObjectModel(BenchItem.self))
 try await container.loadPersistentStores(configuration: configuration)
+let tracked = PersistentContainer(name: "Tracked", model: ManagedObjectModel(BenchItem.self))
+try await tracked.loadPersistentStores(configuration: configuration, options: .init(persistentHistoryTracking: true, remoteChangeNotifications: false))
 let workloads = makeWorkloads(client: connection, raw: raw, rows: rows)
     + makeObjectWorkloads(container: container, client: connection, raw: raw, rows: rows)
+    + makeHistoryWorkloads(plain: container, tracked: tracked, client: connection, rows: rows)
 for workload in workloads where only.map(workload.name.contains) ?? true {
     var clientTimes: [Double] = []
     var rawTimes: [Double] = []
@@ -193,6 +198,18 @@ for (label, client, rawValue) in [("cancel pg_sleep: median latency", median(cli
                   ratio: client / rawValue, clientPeakMiB: 0, rawPeakMiB: 0)
     report.append(row)
     printRow(row)
+}
+
+// Cross-coordinator merge latency (persistent history + LISTEN/NOTIFY), against a bare NOTIFY.
+if mergeRuns > 0, only.map({ "merge latency".contains($0) }) ?? true {
+    let (merge, notify) = try await measureMergeLatency(configuration: configuration, saves: mergeRuns)
+    for (label, client, rawValue) in [("merge median (B: bare NOTIFY)", median(merge), median(notify)),
+                                      ("merge p99 (B: bare NOTIFY)", percentile99(merge), percentile99(notify))] {
+        let row = Row(workload: "\(label) (\(mergeRuns) saves)", clientMilliseconds: client, rawMilliseconds: rawValue,
+                      ratio: client / rawValue, clientPeakMiB: 0, rawPeakMiB: 0)
+        report.append(row)
+        printRow(row)
+    }
 }
 
 if let jsonPath {

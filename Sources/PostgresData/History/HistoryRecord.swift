@@ -3,7 +3,8 @@ import PostgresClient
 
 /// The history of one save or batch request, planned as one statement that writes the
 /// transaction row and its change rows together (one change row per entity and kind of
-/// change; the keys travel as one array and are sliced per row on the server).
+/// change; the keys travel as ranges of consecutive keys, one array of starts and one of
+/// ends for all rows, sliced per row on the server into an `int8multirange`).
 struct HistoryRecord: Sendable {
     /// Who writes: the context's author and name, and the coordinator.
     struct Origin: Sendable {
@@ -39,28 +40,59 @@ struct HistoryRecord: Sendable {
         try bindings.append(origin.author)
         try bindings.append(origin.contextName)
         try bindings.append(origin.instanceID)
-        var starts: [Int32] = []
-        var ends: [Int32] = []
-        var keys: [Int64] = []
-        keys.reserveCapacity(groups.reduce(0) { $0 + $1.keys.count })
+        var firsts: [Int32] = []
+        var lasts: [Int32] = []
+        var lower: [Int64] = []
+        var upper: [Int64] = []
         for group in groups {
-            starts.append(Int32(keys.count + 1))
-            keys += group.keys
-            ends.append(Int32(keys.count))
+            firsts.append(Int32(lower.count + 1))
+            for range in Self.ranges(of: group.keys) {
+                lower.append(range.lowerBound)
+                upper.append(range.upperBound)
+            }
+            lasts.append(Int32(lower.count))
         }
         try bindings.append(groups.map(\.entity.name))
         try bindings.append(groups.map(\.changeType.rawValue))
         try bindings.append(groups.map { $0.updatedProperties?.joined(separator: ",") })
-        try bindings.append(starts)
-        try bindings.append(ends)
-        try bindings.append(keys)
+        try bindings.append(firsts)
+        try bindings.append(lasts)
+        try bindings.append(lower)
+        try bindings.append(upper)
         let sql = """
             WITH t AS (INSERT INTO \(HistorySchema.transactions) ("author", "context_name", "origin") VALUES ($1, $2, $3) RETURNING "id") \
             INSERT INTO \(HistorySchema.changes) ("transaction_id", "entity", "change_type", "object_keys", "updated_properties") \
-            SELECT t."id", g.e, g.c, ($9::bigint[])[g.s:g.f], string_to_array(g.p, ',') \
+            SELECT t."id", g.e, g.c, \
+            (SELECT range_agg(int8range(r.l, r.u)) FROM unnest(($9::bigint[])[g.s:g.f], ($10::bigint[])[g.s:g.f]) AS r(l, u)), \
+            string_to_array(g.p, ',') \
             FROM t, unnest($4::text[], $5::int2[], $6::text[], $7::int4[], $8::int4[]) AS g(e, c, p, s, f)
             """
         return (sql, bindings)
+    }
+
+    /// Keys as ranges of consecutive keys (half-open), ascending.
+    static func ranges(of keys: [Int64]) -> [Range<Int64>] {
+        let sorted = zip(keys, keys.dropFirst()).allSatisfy { $0 < $1 } ? keys : keys.sorted()
+        var ranges: [Range<Int64>] = []
+        for key in sorted {
+            if let last = ranges.last, last.upperBound >= key {
+                ranges[ranges.count - 1] = last.lowerBound..<max(last.upperBound, key + 1)
+            } else {
+                ranges.append(key..<(key + 1))
+            }
+        }
+        return ranges
+    }
+
+    /// The keys of an `int8multirange` in PostgreSQL's text form (`{[1,5),[7,8)}`).
+    static func keys(ofMultirange text: String) -> [Int64] {
+        var keys: [Int64] = []
+        for part in text.split(whereSeparator: { "{}[)".contains($0) }) where part != "," {
+            let bounds = part.split(separator: ",").compactMap { Int64($0) }
+            guard bounds.count == 2, bounds[0] < bounds[1] else { continue }
+            keys.append(contentsOf: bounds[0]..<bounds[1])
+        }
+        return keys
     }
 
     /// Wraps a data-changing statement `changing` (whose `RETURNING` list starts with the
@@ -80,7 +112,8 @@ struct HistoryRecord: Sendable {
             VALUES ($\(author), $\(author + 1), $\(author + 2)) RETURNING "id"), \
             u AS (\(changing)), \
             h AS (INSERT INTO \(HistorySchema.changes) ("transaction_id", "entity", "change_type", "object_keys", "updated_properties") \
-            SELECT t."id", $\(author + 3), $\(author + 4), array_agg(u."id"), $\(author + 5)::text[] FROM t, u GROUP BY t."id") \
+            SELECT t."id", $\(author + 3), $\(author + 4), range_agg(int8range(u."id", u."id" + 1)), $\(author + 5)::text[] \
+            FROM t, u GROUP BY t."id") \
             \(select)
             """
     }

@@ -7,7 +7,8 @@ import PostgresClient
 /// One `postgres_data_history_transaction` row per save or batch request (its `xid8`, the
 /// author, the context, the writing coordinator, the time), and one
 /// `postgres_data_history_change` row per entity and kind of change in it, whose keys are
-/// an array: a save of 100,000 objects writes two history rows, not 100,001.
+/// an `int8multirange`: a save of 100,000 new objects (consecutive keys) writes two small
+/// history rows, not 100,001 rows or an 800 kB array.
 enum HistorySchema {
     static let transactionTable = "postgres_data_history_transaction"
     static let changeTable = "postgres_data_history_change"
@@ -33,7 +34,7 @@ enum HistorySchema {
             "transaction_id" bigint NOT NULL REFERENCES \(transactions) ("id") ON DELETE CASCADE,
             "entity" text NOT NULL,
             "change_type" smallint NOT NULL CHECK ("change_type" BETWEEN 0 AND 2),
-            "object_keys" bigint[] NOT NULL,
+            "object_keys" int8multirange NOT NULL,
             "updated_properties" text[]
         );
         CREATE INDEX IF NOT EXISTS "postgres_data_history_change_transaction" ON \(changes) ("transaction_id");

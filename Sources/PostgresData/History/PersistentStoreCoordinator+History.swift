@@ -173,7 +173,7 @@ struct HistoryFetch {
     private func changes(of numbers: [Int64], on connection: Connection) async throws -> [Int64: [PersistentHistoryChange]] {
         guard !numbers.isEmpty else { return [:] }
         let rows = try await connection.query(
-            "SELECT \"transaction_id\", \"entity\", \"change_type\", \"object_keys\", \"updated_properties\" FROM \(HistorySchema.changes) WHERE \"transaction_id\" = ANY($1) ORDER BY \"transaction_id\"",
+            "SELECT \"transaction_id\", \"entity\", \"change_type\", \"object_keys\"::text, \"updated_properties\" FROM \(HistorySchema.changes) WHERE \"transaction_id\" = ANY($1) ORDER BY \"transaction_id\"",
             numbers)
         var result: [Int64: [PersistentHistoryChange]] = [:]
         for row in rows {
@@ -181,7 +181,7 @@ struct HistoryFetch {
             guard let entity = model.entitiesByName[try row.decode(String.self, at: 1)],
                   let type = PersistentHistoryChange.ChangeType(rawValue: try row.decode(Int16.self, at: 2)) else { continue }
             let properties = try row.decode([String]?.self, at: 4).map(Set.init)
-            let keys = try row.decode([Int64].self, at: 3)
+            let keys = HistoryRecord.keys(ofMultirange: try row.decode(String.self, at: 3))
             var changes = result[try row.decode(Int64.self, at: 0), default: []]
             changes.reserveCapacity(changes.count + keys.count)
             for key in keys {
