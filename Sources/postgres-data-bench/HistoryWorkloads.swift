@@ -11,19 +11,6 @@ func makeHistoryWorkloads(plain: PersistentContainer, tracked: PersistentContain
     let resetEmpty: () async throws -> Void = {
         try await connection.execute(script: "TRUNCATE items RESTART IDENTITY")
     }
-    @Sendable func insert(_ container: PersistentContainer) async throws {
-        let context = container.newBackgroundContext()
-        try await context.perform {
-            for i in 1...inserts {
-                let item = BenchItem(context: context)
-                item.name = "item-\(i)"
-                item.createdAt = epoch.addingTimeInterval(Double(i))
-                item.done = i % 2 == 0
-                item.weight = Int32(i % 1000)
-            }
-            try context.save()
-        }
-    }
     // Both sides' objects are fetched untimed before the runs.
     let plainFetched = FetchedObjects()
     let trackedFetched = FetchedObjects()
@@ -40,26 +27,16 @@ func makeHistoryWorkloads(plain: PersistentContainer, tracked: PersistentContain
             fetched.context = context
         }
     }
-    @Sendable func update(_ fetched: FetchedObjects) async throws {
-        let context = fetched.context!
-        try await context.perform {
-            for object in context.registeredObjects {
-                let item = object as! BenchItem
-                item.weight = Int32(item.objectID.primaryKey! % 1000 + 1)
-            }
-            try context.save()
-        }
-    }
     return [
         Workload(name: "H W1 save \(inserts.formatted()): history on/off", prepare: resetEmpty, client: {
-            try await insert(tracked)
+            try await saveNewItems(tracked, count: inserts)
         }, raw: {
-            try BlockingWait.run { try await insert(plain) }
+            try BlockingWait.run { try await saveNewItems(plain, count: inserts) }
         }),
         Workload(name: "H W6 save \(updates.formatted()): history on/off", prepare: prepareUpdates, client: {
-            try await update(trackedFetched)
+            try await saveUpdatedItems(trackedFetched.context!)
         }, raw: {
-            try BlockingWait.run { try await update(plainFetched) }
+            try BlockingWait.run { try await saveUpdatedItems(plainFetched.context!) }
         }),
     ]
 }

@@ -150,31 +150,40 @@ func makeObjectWorkloads(container: PersistentContainer, client connection: Conn
             try rawUpdateReturningIDs(raw, rows: rows)
         }),
         Workload(name: "W1 save \(inserts.formatted()) inserted objects", prepare: resetEmpty, client: {
-            let context = container.newBackgroundContext()
-            try await context.perform {
-                for i in 1...inserts {
-                    let item = BenchItem(context: context)
-                    item.name = "item-\(i)"
-                    item.createdAt = epoch.addingTimeInterval(Double(i))
-                    item.done = i % 2 == 0
-                    item.weight = Int32(i % 1000)
-                }
-                try context.save()
-            }
+            try await saveNewItems(container, count: inserts)
         }, raw: {
             try rawMultiRowInsert(raw, rows: inserts)
         }),
         Workload(name: "W6 save \(updates.formatted()) updated objects", prepare: prepareUpdates, client: {
-            let context = fetched.context!
-            try await context.perform {
-                for object in context.registeredObjects {
-                    let item = object as! BenchItem
-                    item.weight = Int32(item.objectID.primaryKey! % 1000 + 1)
-                }
-                try context.save()
-            }
+            try await saveUpdatedItems(fetched.context!)
         }, raw: {
             try rawPipelinedUpdates(raw, ids: (1...Int64(updates)).map { $0 })
         }),
     ]
+}
+
+/// W1's client side: `count` new items inserted in a context and saved at once.
+func saveNewItems(_ container: PersistentContainer, count: Int) async throws {
+    let context = container.newBackgroundContext()
+    try await context.perform {
+        for i in 1...count {
+            let item = BenchItem(context: context)
+            item.name = "item-\(i)"
+            item.createdAt = epoch.addingTimeInterval(Double(i))
+            item.done = i % 2 == 0
+            item.weight = Int32(i % 1000)
+        }
+        try context.save()
+    }
+}
+
+/// W6's client side: every item registered in `context` gets a new weight, saved at once.
+func saveUpdatedItems(_ context: ManagedObjectContext) async throws {
+    try await context.perform {
+        for object in context.registeredObjects {
+            let item = object as! BenchItem
+            item.weight = Int32(item.objectID.primaryKey! % 1000 + 1)
+        }
+        try context.save()
+    }
 }
