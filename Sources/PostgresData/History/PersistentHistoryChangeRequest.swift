@@ -3,7 +3,7 @@ import Foundation
 /// Reads or deletes the store's persistent history.
 ///
 /// Core Data equivalent: `NSPersistentHistoryChangeRequest`. Run it with
-/// ``ManagedObjectContext/execute(_:)-(PersistentHistoryChangeRequest)`` on a store loaded with
+/// `context.execute(request)` (async, or blocking inside `perform`) on a store loaded with
 /// ``PersistentStoreCoordinator/StoreOptions/persistentHistoryTracking``.
 ///
 /// ```swift
