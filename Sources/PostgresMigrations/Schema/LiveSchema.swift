@@ -70,12 +70,17 @@ enum LiveSchema {
 }
 
 extension Migrator {
-    /// The live schema of the database, without the history table.
+    /// The live schema of the database, without the migration history table and the
+    /// persistent-history tables PostgresData creates itself.
     public func liveSchema() async throws -> SchemaDescription {
         try await withConnection(role: "schema") { connection in
-            try await wrap { try await LiveSchema.read(on: connection, excluding: [options.historyTable]) }
+            try await wrap { try await LiveSchema.read(on: connection, excluding: Self.libraryTables.union([options.historyTable])) }
         }
     }
+
+    /// Tables that PostgresData's stores create and own (persistent history): never part of
+    /// a model's diff.
+    static let libraryTables: Set<String> = ["postgres_data_history_transaction", "postgres_data_history_change"]
 
     /// Sizes of the live tables, for ``MigrationLinter/tableSizes``.
     public func tableSizes() async throws -> [String: TableSize] {
