@@ -94,22 +94,12 @@ extension PersistentStoreCoordinator {
                 result.count = result.objectIDs.count
                 if let history {
                     var record = HistoryRecord(origin: history)
-                    Self.record(result.objectIDs + result.cascadedObjectIDs, .delete, in: &record)
-                    Self.record(result.nullifiedObjectIDs, .update, in: &record)
-                    if !record.groups.isEmpty {
-                        let (sql, bindings) = try record.statement()
-                        try await connection.query(sql, bindings: bindings)
-                    }
+                    record.record(result.objectIDs + result.cascadedObjectIDs, .delete)
+                    record.record(result.nullifiedObjectIDs, .update)
+                    try await record.write(on: connection)
                 }
                 return result
             }
-        }
-    }
-
-    /// Records objects of any entities, grouped by entity.
-    static func record(_ ids: [ManagedObjectID], _ type: PersistentHistoryChange.ChangeType, in record: inout HistoryRecord) {
-        for (entity, group) in SavePlan.grouped(ids, by: \.entity) {
-            record.record(entity, type, keys: group.compactMap(\.primaryKey))
         }
     }
 
@@ -238,11 +228,8 @@ extension PersistentStoreCoordinator {
                 if let history {
                     // Rows an upsert updated are recorded as inserted too.
                     var record = HistoryRecord(origin: history)
-                    record.record(entity, .insert, keys: result.objectIDs.compactMap(\.primaryKey))
-                    if !record.groups.isEmpty {
-                        let (sql, bindings) = try record.statement()
-                        try await connection.query(sql, bindings: bindings)
-                    }
+                    record.record(result.objectIDs, .insert)
+                    try await record.write(on: connection)
                 }
                 return result
             }

@@ -34,6 +34,21 @@ struct HistoryRecord: Sendable {
         groups.append(Group(entity: entity, changeType: changeType, keys: keys, updatedProperties: updatedProperties))
     }
 
+    /// Records objects of any entities, grouped by entity.
+    mutating func record(_ ids: [ManagedObjectID], _ changeType: PersistentHistoryChange.ChangeType) {
+        for (entity, group) in SavePlan.grouped(ids, by: \.entity) {
+            record(entity, changeType, keys: group.compactMap(\.primaryKey))
+        }
+    }
+
+    /// Writes the record on `connection`, inside the transaction of the changes it records
+    /// (nothing when no row changed).
+    func write(on connection: Connection) async throws {
+        guard !groups.isEmpty else { return }
+        let (sql, bindings) = try statement()
+        try await connection.query(sql, bindings: bindings)
+    }
+
     /// `WITH t AS (INSERT INTO transaction … RETURNING id) INSERT INTO change SELECT …`.
     func statement() throws -> (sql: String, bindings: PostgresBindings) {
         var bindings = PostgresBindings()

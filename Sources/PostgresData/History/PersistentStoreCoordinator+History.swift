@@ -13,9 +13,8 @@ extension PersistentStoreCoordinator {
         return PersistentHistoryToken(snapshot: snapshot)
     }
 
-    /// Runs a history request on `connection`, or on a pooled one when nil.
-    func execute(_ request: PersistentHistoryChangeRequest, on connection: Connection? = nil,
-                 excludingInstance instance: UUID? = nil) async throws -> PersistentHistoryResult {
+    /// Runs a history request on a pooled connection.
+    func execute(_ request: PersistentHistoryChangeRequest) async throws -> PersistentHistoryResult {
         guard try loaded().tracksHistory else {
             throw PostgresDataError.invalidRequest("the store does not track persistent history; load it with StoreOptions(persistentHistoryTracking: true)")
         }
@@ -23,19 +22,13 @@ extension PersistentStoreCoordinator {
         let run: @Sendable (Connection) async throws -> PersistentHistoryResult = { connection in
             switch request.operation {
             case .fetchAfterToken, .fetchAfterDate:
-                // One snapshot for the position and the rows.
-                try await connection.withTransaction(TransactionOptions(isolation: .repeatableRead, readOnly: true)) { connection in
-                    try await HistoryFetch(request: request, model: model, excluding: instance).run(on: connection)
-                }
+                try await HistoryFetch(request: request, model: model, excluding: nil).run(on: connection)
             case .deleteBeforeToken(let token):
                 try await Self.deleteHistory(where: "(\"xid\" < pg_snapshot_xmax($1::text::pg_snapshot) OR \"xid\"::text = ANY($2)) AND \(HistoryFetch.seen("$1", "$2", "$3"))",
                                              bindings: try PostgresBindings(token.snapshot, token.seen, token.unseen), on: connection)
             case .deleteBeforeDate(let date):
                 try await Self.deleteHistory(where: "\"timestamp\" < $1", bindings: try PostgresBindings(date), on: connection)
             }
-        }
-        if let connection {
-            do { return try await run(connection) } catch { throw Self.wrap(error) }
         }
         return try await withConnection(run)
     }
@@ -69,7 +62,15 @@ struct HistoryFetch {
         var timestamp: Date
     }
 
+    /// Fetches in one repeatable-read, read-only transaction: one snapshot for the position
+    /// and the rows.
     func run(on connection: Connection) async throws -> PersistentHistoryResult {
+        try await connection.withTransaction(TransactionOptions(isolation: .repeatableRead, readOnly: true)) { connection in
+            try await fetch(on: connection)
+        }
+    }
+
+    private func fetch(on connection: Connection) async throws -> PersistentHistoryResult {
         let now = try await connection.query("SELECT pg_current_snapshot()::text")[0].decode(String.self, at: 0)
         var bindings = PostgresBindings()
         var conditions: [String] = []

@@ -99,10 +99,7 @@ final class RemoteChangeListener: Sendable {
 
     private func catchUp(on connection: Connection) async throws {
         let request = PersistentHistoryChangeRequest.fetchHistory(after: token)
-        let fetch = HistoryFetch(request: request, model: model, excluding: instanceID)
-        let result = try await connection.withTransaction(TransactionOptions(isolation: .repeatableRead, readOnly: true)) { connection in
-            try await fetch.run(on: connection)
-        }
+        let result = try await HistoryFetch(request: request, model: model, excluding: instanceID).run(on: connection)
         if let token = result.token { state.withLock { $0.token = token } }
         if !result.transactions.isEmpty { await deliver(result) }
     }
