@@ -19,6 +19,6 @@ if [ "$status" = 124 ] || [ "$status" = 137 ]; then
 fi
 if [ "$status" != 0 ]; then
     echo "test: the run failed (status $status). Its failures:"
-    grep -E -A3 '(✘ Test .* (recorded an issue|failed))|(error: .*XCT)|(: error: )|Fatal error|Crash' "$log" | grep -v '^--$' | head -60 | sed 's/^/  /'
+    grep -E -A2 '(✘ Test .* recorded an issue)|(error: .*XCT)|(: error: )|Fatal error' "$log" | grep -E '✘|↳|error|Fatal' | head -60 | sed 's/^/  /'
 fi
 exit "$status"
