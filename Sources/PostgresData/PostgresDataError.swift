@@ -76,6 +76,9 @@ public enum PostgresDataError: Error, Sendable, CustomStringConvertible {
     case invalidURI(String)
     /// A fetch request or other argument that cannot be used as given.
     case invalidRequest(String)
+    /// A read-only context was asked to save or to run a batch request; nothing was
+    /// written and the context keeps its changes. See ``ManagedObjectContext/isReadOnly``.
+    case readOnlyContext(String)
     /// The database or the connection failed (SQLSTATE, message, detail and hint inside).
     case database(PostgresError)
 
@@ -124,7 +127,7 @@ public enum PostgresDataError: Error, Sendable, CustomStringConvertible {
             return "no persistent store is loaded; call loadPersistentStores() first"
         case .invalidURI(let uri):
             return "\(uri) is not the URI of an object of this model (expected x-postgresdata://Entity/p<key>)"
-        case .invalidRequest(let reason):
+        case .invalidRequest(let reason), .readOnlyContext(let reason):
             return reason
         case .database(let error):
             return "\(error)"

@@ -67,6 +67,16 @@ public final class PersistentContainer: Sendable {
         ManagedObjectContext(concurrencyType: .privateQueue, coordinator: persistentStoreCoordinator)
     }
 
+    /// A new private-queue context that only reads: its fetches and faults run on the read
+    /// replica when the store has one
+    /// (``PersistentStoreCoordinator/StoreOptions/readReplicaConfiguration``), and it cannot
+    /// save. See ``ManagedObjectContext/isReadOnly``.
+    ///
+    /// No Core Data equivalent.
+    public func newReadOnlyContext() -> ManagedObjectContext {
+        ManagedObjectContext(concurrencyType: .privateQueue, coordinator: persistentStoreCoordinator, readOnly: true)
+    }
+
     /// Runs `block` on a new private-queue context and returns its result.
     ///
     /// Core Data equivalent: `performBackgroundTask(_:)`.

@@ -14,9 +14,10 @@ extension ManagedObjectContext {
         let result = AsynchronousFetchResult(fetchRequest: request.fetchRequest, context: self)
         let coordinator = persistentStoreCoordinator
         let collected = CollectedObjects()
+        let access = makeStoreAccess(readsFromReplica: fetch.fromReplica)
         let task = Task {
             do {
-                try await coordinator.cursorFetch(
+                try await access.run { try await coordinator.cursorFetch(
                     sql: fetch.sql, bindings: fetch.bindings, batchSize: request.batchSize,
                     estimate: request.resultCountEstimate, overlapping: true, decode: fetch.decode,
                     estimated: { count in await self.perform { result.setEstimate(count) } },
@@ -29,7 +30,7 @@ extension ManagedObjectContext {
                             let update = result.advance(by: objects.count)
                             request.progressHandler?(update)
                         }
-                    })
+                    }) }
                 try Task.checkCancellation()
                 await self.perform {
                     let outcome = Swift.Result { try fetch.finalResults(collected.objects, in: self) as [Result] }
@@ -70,19 +71,25 @@ extension ManagedObjectContext {
         var unmerged = request
         unmerged.includesPendingChanges = false
         let storeRequest = unmerged
-        let fetch = try await perform { () throws in try CursorFetch(storeRequest, in: self) }
+        let (fetch, access) = try await perform { () throws in
+            let fetch = try CursorFetch(storeRequest, in: self)
+            return (fetch, self.makeStoreAccess(readsFromReplica: fetch.fromReplica))
+        }
         let batchSize = request.fetchBatchSize > 0 ? request.fetchBatchSize : AsynchronousFetchRequest<Result>.defaultBatchSize
         do {
-            try await persistentStoreCoordinator.cursorFetch(
-                sql: fetch.sql, bindings: fetch.bindings, batchSize: batchSize, estimate: .none, overlapping: false,
-                decode: fetch.decode, estimated: { _ in },
-                deliver: { batch in
-                    try await self.perform { () throws in
-                        let objects = fetch.register(batch, in: self)
-                        defer { if releasingObjects { self.release(objects) } }
-                        try body(try fetch.finalResults(objects, in: self))
-                    }
-                })
+            let coordinator = persistentStoreCoordinator
+            try await access.run {
+                try await coordinator.cursorFetch(
+                    sql: fetch.sql, bindings: fetch.bindings, batchSize: batchSize, estimate: .none, overlapping: false,
+                    decode: fetch.decode, estimated: { _ in },
+                    deliver: { batch in
+                        try await self.perform { () throws in
+                            let objects = fetch.register(batch, in: self)
+                            defer { if releasingObjects { self.release(objects) } }
+                            try body(try fetch.finalResults(objects, in: self))
+                        }
+                    })
+            }
         } catch {
             throw Self.cancellationAware(error)
         }
@@ -130,6 +137,8 @@ struct CursorFetch<Result>: @unchecked Sendable {
     let entity: EntityDescription
     let request: FetchRequest<Result>
     let idsOnly: Bool
+    /// The rows come from the read replica (a read-only context, or a request allowing it).
+    let fromReplica: Bool
     let sql: String
     let bindings: PostgresBindings
     // Context objects: read on the context's queue only.
@@ -147,6 +156,7 @@ struct CursorFetch<Result>: @unchecked Sendable {
         }
         self.entity = entity
         self.request = request
+        fromReplica = context.isReadOnly || request.allowsReadingFromReplica
         pending = request.includesPendingChanges ? try context.pendingObjects(of: entity, matching: request.predicate)
             : ManagedObjectContext.PendingObjects()
         let storeRequest = ManagedObjectContext.storeRequest(request, pending: pending)
@@ -171,7 +181,7 @@ struct CursorFetch<Result>: @unchecked Sendable {
             return keys.map { context.object(with: ManagedObjectID(entity: entity, primaryKey: $0)) }
         case .rows(let rows):
             return context.register(rows, entity: entity, asFaults: request.returnsObjectsAsFaults,
-                                    sharesRows: request.returnsObjectsAsFaults)
+                                    sharesRows: request.returnsObjectsAsFaults, fromReplica: fromReplica)
         }
     }
 

@@ -7,8 +7,9 @@ extension ManagedObjectContext {
     /// Core Data equivalent: `execute(_:)` with an `NSBatchUpdateRequest`. Call it from
     /// anywhere: it does not use this context's queue or objects.
     public func execute(_ request: BatchUpdateRequest) async throws -> BatchUpdateResult {
-        let result = try await run(request)
-        Self.merge([.updated: Set(result.objectIDs)], into: request.contextsToMerge)
+        try checkWritable("run a batch update")
+        let result = try await makeStoreAccess(readsFromReplica: false).run { try await self.run(request) }
+        Self.merge([.updated: Set(result.objectIDs)], into: request.contextsToMerge, from: self)
         return result
     }
 
@@ -16,8 +17,9 @@ extension ManagedObjectContext {
     ///
     /// Core Data equivalent: `execute(_:)` inside `perform`.
     public func execute(_ request: BatchUpdateRequest) throws -> BatchUpdateResult {
+        try checkWritable("run a batch update")
         let result = try runStore { try await self.run(request) }
-        Self.merge([.updated: Set(result.objectIDs)], into: request.contextsToMerge)
+        Self.merge([.updated: Set(result.objectIDs)], into: request.contextsToMerge, from: self)
         return result
     }
 
@@ -29,8 +31,14 @@ extension ManagedObjectContext {
 
     /// Tells contexts of a batch request's changes (after it committed, never from inside
     /// the store work: a context waiting for that work could not take the merge).
-    static func merge(_ changes: [ChangeKey: Set<ManagedObjectID>], into contexts: [ManagedObjectContext]) {
+    /// `writer` is the context that ran the request: the merging contexts read from the
+    /// replica only once it has replayed the request.
+    static func merge(_ changes: [ChangeKey: Set<ManagedObjectID>], into contexts: [ManagedObjectContext],
+                      from writer: ManagedObjectContext) {
         guard !contexts.isEmpty else { return }
+        if let position = writer.replayFloor {
+            for context in contexts { context.raiseReplayFloor(to: position) }
+        }
         mergeChanges(fromRemoteContextSave: changes, into: contexts)
     }
 }
@@ -41,26 +49,32 @@ extension ManagedObjectContext {
     ///
     /// Core Data equivalent: `execute(_:)` with an `NSBatchDeleteRequest`. Call it from anywhere.
     public func execute(_ request: BatchDeleteRequest) async throws -> BatchDeleteResult {
+        try checkWritable("run a batch delete")
         if request.objectIDs?.isEmpty == true { return BatchDeleteResult(nothingFor: request) }
         let entity = try entity(named: request.entityName)
-        let result = try await persistentStoreCoordinator.execute(request, entity: entity, history: historyOrigin)
-        Self.merge(result, into: request.contextsToMerge)
+        let coordinator = persistentStoreCoordinator
+        let history = historyOrigin
+        let result = try await makeStoreAccess(readsFromReplica: false).run {
+            try await coordinator.execute(request, entity: entity, history: history)
+        }
+        Self.merge(result, into: request.contextsToMerge, from: self)
         return result
     }
 
     /// Runs a batch delete from this context's queue, blocking it until the statement ends.
     public func execute(_ request: BatchDeleteRequest) throws -> BatchDeleteResult {
+        try checkWritable("run a batch delete")
         if request.objectIDs?.isEmpty == true { return BatchDeleteResult(nothingFor: request) }
         let entity = try entity(named: request.entityName)
         let coordinator = persistentStoreCoordinator
         let history = historyOrigin
         let result = try runStore { try await coordinator.execute(request, entity: entity, history: history) }
-        Self.merge(result, into: request.contextsToMerge)
+        Self.merge(result, into: request.contextsToMerge, from: self)
         return result
     }
 
-    private static func merge(_ result: BatchDeleteResult, into contexts: [ManagedObjectContext]) {
-        merge([.deleted: Set(result.objectIDs + result.cascadedObjectIDs), .updated: Set(result.nullifiedObjectIDs)], into: contexts)
+    private static func merge(_ result: BatchDeleteResult, into contexts: [ManagedObjectContext], from writer: ManagedObjectContext) {
+        merge([.deleted: Set(result.objectIDs + result.cascadedObjectIDs), .updated: Set(result.nullifiedObjectIDs)], into: contexts, from: writer)
     }
 }
 
@@ -79,11 +93,13 @@ extension PersistentStoreCoordinator {
         }
         var result = BatchDeleteResult(nothingFor: request)
         guard request.resultType == .objectIDs || !request.contextsToMerge.isEmpty || history != nil else {
-            let counts = try await fetchIntegers(sql: "WITH d AS (DELETE FROM \(table) AS t\(filter) RETURNING 1) SELECT count(*) FROM d", bindings: bindings)
-            result.count = Int(counts.first ?? 0)
+            result.count = try await withWriteConnection { connection in
+                let rows = try await connection.query("WITH d AS (DELETE FROM \(table) AS t\(filter) RETURNING 1) SELECT count(*) FROM d", bindings: bindings)
+                return Int(try rows[0].decode(Int64.self, at: 0))
+            }
             return result
         }
-        return try await withConnection { connection in
+        return try await withWriteConnection { connection in
             try await connection.withTransaction { connection in
                 let keys = try await connection.query("SELECT t.\"id\" FROM \(table) AS t\(filter) FOR UPDATE OF t", bindings: bindings)
                     .map { try $0.decode(Int64.self, at: 0) }
@@ -128,7 +144,7 @@ extension PersistentStoreCoordinator {
 
     /// Runs a batch update's statement and reads what it returns.
     func execute(_ plan: BatchUpdatePlan, entity: EntityDescription, resultType: BatchUpdateRequestResultType) async throws -> BatchUpdateResult {
-        try await withConnection { connection in
+        try await withWriteConnection { connection in
             let rows = try await connection.query(plan.sql, bindings: plan.bindings)
             var result = BatchUpdateResult(resultType: resultType, count: 0, objectIDs: [], updatedValues: [:])
             switch plan.returning {
@@ -180,15 +196,17 @@ extension ManagedObjectContext {
     ///
     /// Core Data equivalent: `execute(_:)` with an `NSBatchInsertRequest`. Call it from anywhere.
     public func execute(_ request: BatchInsertRequest) async throws -> BatchInsertResult {
-        let result = try await run(request)
-        Self.merge([.inserted: Set(result.objectIDs)], into: request.contextsToMerge)
+        try checkWritable("run a batch insert")
+        let result = try await makeStoreAccess(readsFromReplica: false).run { try await self.run(request) }
+        Self.merge([.inserted: Set(result.objectIDs)], into: request.contextsToMerge, from: self)
         return result
     }
 
     /// Runs a batch insert from this context's queue, blocking it until it ends.
     public func execute(_ request: BatchInsertRequest) throws -> BatchInsertResult {
+        try checkWritable("run a batch insert")
         let result = try runStore { try await self.run(request) }
-        Self.merge([.inserted: Set(result.objectIDs)], into: request.contextsToMerge)
+        Self.merge([.inserted: Set(result.objectIDs)], into: request.contextsToMerge, from: self)
         return result
     }
 
@@ -203,7 +221,7 @@ extension ManagedObjectContext {
 extension PersistentStoreCoordinator {
     func execute(_ plan: BatchInsertPlan, entity: EntityDescription, resultType: BatchInsertRequestResultType,
                  history: HistoryRecord.Origin?) async throws -> BatchInsertResult {
-        try await withConnection { connection in
+        try await withWriteConnection { connection in
             try await connection.withTransaction { connection in
                 var result = BatchInsertResult(resultType: resultType, count: 0, objectIDs: [])
                 for step in plan.steps {

@@ -11,6 +11,10 @@ extension ManagedObjectContext {
     /// in memory with the same predicate and merged in sort order.
     public func fetch<Result>(_ request: FetchRequest<Result>) throws -> [Result] {
         assertOnQueue()
+        return try readingFromReplica(request.allowsReadingFromReplica) { try fetchFromStore(request) }
+    }
+
+    private func fetchFromStore<Result>(_ request: FetchRequest<Result>) throws -> [Result] {
         let entity = try entity(named: request.entityName)
         // Each result type is checked once, not element by element.
         switch request.resultType {
@@ -43,6 +47,10 @@ extension ManagedObjectContext {
     /// Core Data equivalent: `count(for:)`.
     public func count<Result>(for request: FetchRequest<Result>) throws -> Int {
         assertOnQueue()
+        return try readingFromReplica(request.allowsReadingFromReplica) { try countInStore(request) }
+    }
+
+    private func countInStore<Result>(_ request: FetchRequest<Result>) throws -> Int {
         let entity = try entity(named: request.entityName)
         let pending = request.includesPendingChanges ? try pendingObjects(of: entity, matching: request.predicate) : PendingObjects()
         var countRequest = request
@@ -95,9 +103,12 @@ extension ManagedObjectContext {
                                                         excluding: pending.excludedKeys)
             // Decoding (on the store side) and registering (here) overlap, batch by batch.
             var registered: [ManagedObject] = []
+            let access = makeStoreAccess()
             try BlockingBridge.stream({ channel in
-                try await coordinator.streamSnapshots(sql: sql, bindings: bindings, entity: entity,
-                                                      batchSize: Self.fetchStreamBatchSize, into: channel)
+                try await access.run {
+                    try await coordinator.streamSnapshots(sql: sql, bindings: bindings, entity: entity,
+                                                          batchSize: Self.fetchStreamBatchSize, into: channel)
+                }
             }, consume: { rows in
                 registered.append(contentsOf: register(rows, entity: entity, asFaults: request.returnsObjectsAsFaults,
                                                        sharesRows: request.returnsObjectsAsFaults))

@@ -14,6 +14,9 @@ public struct ContextDidSave: Sendable, Hashable {
     public var deletedObjectIDs: Set<ManagedObjectID>
     /// The name of the context that saved.
     public var contextName: String?
+    /// The WAL position after the save (with a read replica): contexts merging it read from
+    /// the replica only once it has replayed this far.
+    var walPosition: WALPosition?
 
     /// A payload, for merging changes learned elsewhere (another process, a batch request).
     public init(insertedObjectIDs: Set<ManagedObjectID> = [], updatedObjectIDs: Set<ManagedObjectID> = [],
@@ -117,6 +120,7 @@ extension ManagedObjectContext {
     /// Core Data equivalent: `mergeChanges(fromContextDidSave:)`.
     public func mergeChanges(fromContextDidSave payload: ContextDidSave) {
         assertOnQueue()
+        if let position = payload.walPosition { raiseReplayFloor(to: position) }
         let cache = persistentStoreCoordinator.rowCache
         for id in payload.updatedObjectIDs {
             guard let object = registered[id], !object.isFaultStorage else { continue }

@@ -20,6 +20,7 @@ extension ManagedObjectContext {
             throw error
         }
         guard hasChanges else { return }
+        try checkWritable("save")
         notificationHub.post(.willSave(contextName: name))
         try validateChanges()
         if let parent {
@@ -252,9 +253,10 @@ extension ManagedObjectContext {
         updatedSet = [:]
         deletedSet = [:]
         pendingChanges = PendingChanges()
-        let payload = ContextDidSave(
+        var payload = ContextDidSave(
             insertedObjectIDs: Set(inserted.map(\.objectID)), updatedObjectIDs: Set(updated.map(\.objectID)),
             deletedObjectIDs: Set(deleted.map(\.objectID)), contextName: name)
+        payload.walPosition = replayFloor
         didSave(payload)
         coordinator.didSave(payload, from: self)
     }

@@ -38,6 +38,14 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     public let persistentStoreCoordinator: PersistentStoreCoordinator
     /// The parent context: a child's save goes into its parent, not the database.
     public let parent: ManagedObjectContext?
+    /// True for a context that only reads: with a read replica
+    /// (``PersistentStoreCoordinator/StoreOptions/readReplicaConfiguration``) its fetches and
+    /// faults run there, and its ``save()`` and batch requests throw
+    /// ``PostgresDataError/readOnlyContext(_:)``. A child of a read-only context is read-only.
+    ///
+    /// No Core Data equivalent (Core Data marks whole stores read-only, with
+    /// `NSReadOnlyPersistentStoreOption`).
+    public let isReadOnly: Bool
 
     let queue: DispatchQueue
     private let queueKey = DispatchSpecificKey<ObjectIdentifier>()
@@ -48,6 +56,11 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
         var mergePolicy: MergePolicy = .error
         var automaticallyMergesChangesFromParent = false
         var transactionAuthor: String?
+        var replicaConsistency = ReplicaConsistency.ownWrites
+        /// Reads from the replica wait for it to replay this far (with a replica): the WAL
+        /// position after this context's last save or batch request, or after the changes
+        /// last merged into it.
+        var replayFloor: WALPosition?
     }
 
     private let settings = Locked(Settings())
@@ -61,12 +74,16 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     var pendingChanges = PendingChanges()
     /// The batches of batched fetches filled most recently, oldest first.
     var filledBatches: [FaultingBatch] = []
+    /// True while a fetch request that allows the replica runs.
+    var replicaReadScope = false
 
-    /// A context on its own queue (or the main queue) over `coordinator`.
-    public init(concurrencyType: ConcurrencyType, coordinator: PersistentStoreCoordinator) {
+    /// A context on its own queue (or the main queue) over `coordinator`; with `readOnly`, one
+    /// that reads from the store's read replica and cannot save (see ``isReadOnly``).
+    public init(concurrencyType: ConcurrencyType, coordinator: PersistentStoreCoordinator, readOnly: Bool = false) {
         self.concurrencyType = concurrencyType
         self.persistentStoreCoordinator = coordinator
         self.parent = nil
+        self.isReadOnly = readOnly
         self.queue = concurrencyType == .mainQueue ? .main : DispatchQueue(label: "PostgresData.context")
         queue.setSpecific(key: queueKey, value: concurrencyType == .mainQueue ? ObjectIdentifier(DispatchQueue.main) : ObjectIdentifier(self))
         coordinator.register(self)
@@ -79,6 +96,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
         self.concurrencyType = concurrencyType
         self.persistentStoreCoordinator = parent.persistentStoreCoordinator
         self.parent = parent
+        self.isReadOnly = parent.isReadOnly
         self.queue = concurrencyType == .mainQueue ? .main : DispatchQueue(label: "PostgresData.context")
         queue.setSpecific(key: queueKey, value: concurrencyType == .mainQueue ? ObjectIdentifier(DispatchQueue.main) : ObjectIdentifier(self))
         parent.notificationHub.addChild(self)
@@ -111,6 +129,15 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     public var transactionAuthor: String? {
         get { settings.withLock { $0.transactionAuthor } }
         set { settings.withLock { $0.transactionAuthor = newValue } }
+    }
+
+    /// Which writes this context's reads from the read replica must see (default
+    /// ``ReplicaConsistency/ownWrites``): until the replica has replayed them, its reads go
+    /// to the primary. Without a replica, every read is from the primary and this changes
+    /// nothing.
+    public var replicaConsistency: ReplicaConsistency {
+        get { settings.withLock { $0.replicaConsistency } }
+        set { settings.withLock { $0.replicaConsistency = newValue } }
     }
 
     /// Who writes, for persistent history; nil when the store keeps none.
@@ -189,7 +216,59 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
 
     /// Runs store work synchronously from the context's queue.
     func runStore<T: Sendable>(_ operation: @escaping @Sendable () async throws -> T) throws -> T {
-        try BlockingBridge.run(operation)
+        let access = makeStoreAccess()
+        return try BlockingBridge.run { try await access.run(operation) }
+    }
+
+    /// True when this context's reads run on the read replica now: a read-only context, or
+    /// a fetch that allows it.
+    var readsFromReplica: Bool { isReadOnly || replicaReadScope }
+
+    /// Runs `body` with the reads it starts allowed on the replica when `allowed`.
+    func readingFromReplica<T>(_ allowed: Bool, _ body: () throws -> T) rethrows -> T {
+        guard allowed, !replicaReadScope else { return try body() }
+        replicaReadScope = true
+        defer { replicaReadScope = false }
+        return try body()
+    }
+
+    /// How store work of this context reaches the database: reading from the replica when
+    /// the context does now (nil: as it does, asked on its queue), with the replay position
+    /// its ``replicaConsistency`` requires, and noting the commit position of its writes.
+    func makeStoreAccess(readsFromReplica replica: Bool? = nil) -> StoreAccess {
+        let replica = replica ?? (isOnQueue && readsFromReplica)
+        let root = self.root
+        var required: WALPosition?
+        if replica {
+            switch replicaConsistency {
+            case .eventual: required = nil
+            case .ownWrites: required = root.replayFloor
+            case .coordinatorWrites: required = persistentStoreCoordinator.lastCommitPosition.withLock { $0 }
+            }
+        }
+        return StoreAccess(readsFromReplica: replica, requiredReplayPosition: required) { position in
+            root.raiseReplayFloor(to: position)
+        }
+    }
+
+    /// The WAL position reads from the replica must wait for (see ``replicaConsistency``).
+    var replayFloor: WALPosition? { root.settings.withLock { $0.replayFloor } }
+
+    func raiseReplayFloor(to position: WALPosition) {
+        settings.withLock { $0.replayFloor = max($0.replayFloor ?? position, position) }
+    }
+
+    /// The context that saves to the store: this one, or its parents' root.
+    private var root: ManagedObjectContext {
+        var context = self
+        while let parent = context.parent { context = parent }
+        return context
+    }
+
+    /// Throws when this context may not write.
+    func checkWritable(_ what: String) throws {
+        guard isReadOnly else { return }
+        throw PostgresDataError.readOnlyContext("\(self) cannot \(what): it is read-only; make the change in a context created without readOnly")
     }
 
     // MARK: Registered objects
@@ -457,7 +536,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
         object.values = values
         object.snapshot = snapshot
         object.isFaultStorage = false
-        if parent == nil && !object.holdsCacheReference {
+        if parent == nil && !object.holdsCacheReference && !readsFromReplica {
             persistentStoreCoordinator.rowCache.retain(CollectionOfOne((object.objectID, snapshot)))
             object.holdsCacheReference = true
         }
@@ -487,9 +566,13 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     ///
     /// Faults (`asFaults`) find their rows in the row cache; with `sharesRows` false, objects
     /// filled here hold their rows themselves and the row cache is not touched.
-    func register(_ rows: [(Int64, RowSnapshot)], entity: EntityDescription, asFaults: Bool = false,
-                  sharesRows: Bool = true) -> [ManagedObject] {
-        let shares = sharesRows || asFaults
+    /// Rows `fromReplica` never enter the row cache (they may be older than its rows): their
+    /// objects hold them.
+    func register(_ rows: [(Int64, RowSnapshot)], entity: EntityDescription, asFaults requestedFaults: Bool = false,
+                  sharesRows: Bool = true, fromReplica: Bool? = nil) -> [ManagedObject] {
+        let fromReplica = fromReplica ?? readsFromReplica
+        let asFaults = requestedFaults && !fromReplica
+        let shares = (sharesRows || asFaults) && !fromReplica
         var objects: [ManagedObject] = []
         objects.reserveCapacity(rows.count)
         var cached: [(ManagedObjectID, RowSnapshot)] = []

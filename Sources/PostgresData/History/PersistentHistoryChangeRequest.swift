@@ -97,4 +97,7 @@ public struct PersistentHistoryResult: Sendable {
     /// Where the next fetch starts: after every transaction returned (and after those a
     /// fetch filtered out by author). Nil for deletions.
     public var token: PersistentHistoryToken?
+    /// The primary's WAL position when the history was read: a replica that has replayed it
+    /// shows every change returned.
+    var walPosition: WALPosition?
 }

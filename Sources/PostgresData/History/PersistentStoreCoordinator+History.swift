@@ -71,7 +71,10 @@ struct HistoryFetch {
     }
 
     private func fetch(on connection: Connection) async throws -> PersistentHistoryResult {
-        let now = try await connection.query("SELECT pg_current_snapshot()::text")[0].decode(String.self, at: 0)
+        // The WAL position read after the snapshot is taken covers the commits it sees.
+        let current = try await connection.query("SELECT pg_current_snapshot()::text, (pg_current_wal_insert_lsn() - '0/0'::pg_lsn)::int8")
+        let now = try current[0].decode(String.self, at: 0)
+        let position = WALPosition(offset: UInt64(bitPattern: try current[0].decode(Int64.self, at: 1)))
         var bindings = PostgresBindings()
         var conditions: [String] = []
         var previous: PersistentHistoryToken?
@@ -130,7 +133,7 @@ struct HistoryFetch {
                 changes: changes[row.number] ?? [], transactionNumber: row.number, transactionID: UInt64(row.xid) ?? 0,
                 storeInstanceID: row.origin))
         }
-        return PersistentHistoryResult(transactions: transactions, count: transactions.count, token: tokens.end)
+        return PersistentHistoryResult(transactions: transactions, count: transactions.count, token: tokens.end, walPosition: position)
     }
 
     /// Each transaction's token, and the token after the whole result.

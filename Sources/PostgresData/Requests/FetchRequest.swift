@@ -65,6 +65,14 @@ public struct FetchRequest<Result>: Sendable {
     /// reflected: inserted objects that match are included, deleted ones left out, and
     /// changed ones judged on their current values. Dictionary results read only the store.
     public var includesPendingChanges = true
+    /// When true, the fetch (with its prefetches) may run on the store's read replica
+    /// (``PersistentStoreCoordinator/StoreOptions/readReplicaConfiguration``), subject to the
+    /// context's ``ManagedObjectContext/replicaConsistency``; the objects then hold their
+    /// rows (the replica's rows may be older than those of the row cache, so they are kept
+    /// out of it). Read-only contexts read from the replica whatever this says. Default false.
+    ///
+    /// No Core Data equivalent.
+    public var allowsReadingFromReplica = false
 
     /// A request for the objects (or IDs, dictionaries or the count, by `Result`: an
     /// object class, ``ManagedObjectID``, `[String: AttributeValue]` or `Int`) of `entityName`.

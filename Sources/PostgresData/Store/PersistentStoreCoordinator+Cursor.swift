@@ -29,7 +29,7 @@ extension PersistentStoreCoordinator {
         estimated: @escaping @Sendable (Int) async -> Void,
         deliver: @escaping @Sendable (Batch) async throws -> Void
     ) async throws {
-        try await withConnection { connection in
+        try await withReadConnection { connection in
             try await connection.withTransaction(TransactionOptions(isolation: .repeatableRead, readOnly: true)) { connection in
                 switch estimate {
                 case .none: break

@@ -48,7 +48,7 @@ extension PersistentStoreCoordinator {
 
     /// The current rows of `keys` (missing keys have no row).
     func fetchSnapshots(_ entity: EntityDescription, keys: [Int64]) async throws -> [(Int64, RowSnapshot)] {
-        try await withConnection { connection in
+        try await withReadConnection { connection in
             try await Self.fetchSnapshots(entity, keys: keys, on: connection)
         }
     }
@@ -62,7 +62,7 @@ extension PersistentStoreCoordinator {
 
     /// Rows of a fetch request, in its order.
     func fetchSnapshots(sql: String, bindings: PostgresBindings, entity: EntityDescription) async throws -> [(Int64, RowSnapshot)] {
-        try await withConnection { connection in
+        try await withReadConnection { connection in
             try SnapshotDecoder.snapshots(of: try await connection.query(sql, bindings: bindings), entity: entity)
         }
     }
@@ -71,7 +71,7 @@ extension PersistentStoreCoordinator {
     /// single-row mode: one statement, no transaction), each decoded here, off the context.
     func streamSnapshots(sql: String, bindings: PostgresBindings, entity: EntityDescription, batchSize: Int,
                          into channel: BatchChannel<[(Int64, RowSnapshot)]>) async throws {
-        try await withConnection { connection in
+        try await withReadConnection { connection in
             for try await result in connection.stream(sql, bindings: bindings, mode: .singleRow(batchSize: batchSize)) {
                 guard !channel.isStopped else { continue }
                 channel.send(try SnapshotDecoder.snapshots(of: result, entity: entity))
@@ -82,7 +82,7 @@ extension PersistentStoreCoordinator {
     /// Rows of a prefetch through a join table: each snapshot of `entity` with, in the
     /// column after it, the key of the object it is related to.
     func fetchOwnedSnapshots(sql: String, bindings: PostgresBindings, entity: EntityDescription) async throws -> [(owner: Int64, key: Int64, snapshot: RowSnapshot)] {
-        try await withConnection { connection in
+        try await withReadConnection { connection in
             let result = try await connection.query(sql, bindings: bindings)
             let ownerColumn = entity.columnIndices.count + 2
             var rows: [(owner: Int64, key: Int64, snapshot: RowSnapshot)] = []
@@ -97,14 +97,14 @@ extension PersistentStoreCoordinator {
 
     /// Every row of a query, each turned into a value by `transform`.
     func fetchRows<T: Sendable>(sql: String, bindings: PostgresBindings, _ transform: @escaping @Sendable (Row) throws -> T) async throws -> [T] {
-        try await withConnection { connection in
+        try await withReadConnection { connection in
             try await connection.query(sql, bindings: bindings).map(transform)
         }
     }
 
     /// The first column of every row, as keys (IDs, counts).
     func fetchIntegers(sql: String, bindings: PostgresBindings) async throws -> [Int64] {
-        try await withConnection { connection in
+        try await withReadConnection { connection in
             try await connection.query(sql, bindings: bindings).map { try $0.decode(Int64.self, at: 0) }
         }
     }
@@ -159,7 +159,7 @@ extension PersistentStoreCoordinator {
     func execute(_ plan: SavePlan) async throws -> SaveOutcome {
         let isolation = try loaded().saveIsolation
         do {
-            return try await withConnection { connection in
+            return try await withWriteConnection { connection in
                 try await connection.withTransaction(TransactionOptions(isolation: isolation)) { connection in
                     var version: UInt32?
                     if plan.insertsRows {

@@ -22,11 +22,14 @@ public final class PersistentStoreCoordinator: Sendable {
         var saveIsolation: TransactionOptions.IsolationLevel
         var tracksHistory: Bool
         var listener: RemoteChangeListener?
+        var replica: ReadReplica?
     }
 
     private let store = Locked<LoadedStore?>(nil)
-    private let requests = Locked<Int>(0)
+    let requests = Locked<Int>(0)
     private let observers = Locked<[ManagedObjectContextBox]>([])
+    /// The WAL position after the latest commit of this coordinator (tracked with a replica).
+    let lastCommitPosition = Locked<WALPosition?>(nil)
     let remoteChangeHub = RemoteChangeHub()
 
     /// Identifies this coordinator in the persistent history it writes, so that its own
@@ -73,13 +76,21 @@ public final class PersistentStoreCoordinator: Sendable {
         /// The server the remote-change listener connects to, when it must differ from the
         /// store's (behind PgBouncer in transaction mode, `LISTEN` needs a direct connection).
         public var listenerConfiguration: Configuration?
+        /// A streaming replica (a physical standby of the store's server) that serves the
+        /// reads of read-only contexts and of fetch requests that allow it; see
+        /// ``ManagedObjectContext/isReadOnly`` and ``FetchRequest/allowsReadingFromReplica``.
+        /// Saves and batch requests always go to the store's server. Its pool opens at most
+        /// ``maximumConnections`` connections too.
+        ///
+        /// No Core Data equivalent.
+        public var readReplicaConfiguration: Configuration?
 
         /// Options; the defaults check the schema, open at most 8 connections, save in read
-        /// committed and keep no history.
+        /// committed, keep no history and read from no replica.
         public init(createSchemaIfMissing: Bool = false, maximumConnections: Int = 8, leaseTimeout: Duration = .seconds(30),
                     saveIsolation: TransactionOptions.IsolationLevel = .readCommitted, persistentHistoryTracking: Bool = false,
                     remoteChangeNotifications: Bool = true, remoteChangesStartToken: PersistentHistoryToken? = nil,
-                    listenerConfiguration: Configuration? = nil) {
+                    listenerConfiguration: Configuration? = nil, readReplicaConfiguration: Configuration? = nil) {
             self.createSchemaIfMissing = createSchemaIfMissing
             self.maximumConnections = maximumConnections
             self.leaseTimeout = leaseTimeout
@@ -88,6 +99,7 @@ public final class PersistentStoreCoordinator: Sendable {
             self.remoteChangeNotifications = remoteChangeNotifications
             self.remoteChangesStartToken = remoteChangesStartToken
             self.listenerConfiguration = listenerConfiguration
+            self.readReplicaConfiguration = readReplicaConfiguration
         }
     }
 
@@ -99,6 +111,7 @@ public final class PersistentStoreCoordinator: Sendable {
         guard managedObjectModel.problems.isEmpty else { throw PostgresDataError.invalidModel(managedObjectModel.problems) }
         let pool = ConnectionPool(configuration: configuration, maximumConnections: options.maximumConnections,
                                   leaseTimeout: options.leaseTimeout, logger: logger)
+        var replica: ReadReplica?
         do {
             let (sequences, start) = try await pool.withConnection { connection in
                 let sequences = try await SchemaCheck(model: managedObjectModel).prepare(connection, create: options.createSchemaIfMissing)
@@ -106,6 +119,11 @@ public final class PersistentStoreCoordinator: Sendable {
                 try await HistorySchema.prepare(connection)
                 let now = try await connection.query("SELECT pg_current_snapshot()::text")[0].decode(String.self, at: 0)
                 return (sequences, options.remoteChangesStartToken ?? PersistentHistoryToken(snapshot: now))
+            }
+            if let replicaConfiguration = options.readReplicaConfiguration {
+                replica = try await ReadReplica.open(configuration: replicaConfiguration, primary: pool,
+                                                     maximumConnections: options.maximumConnections,
+                                                     leaseTimeout: options.leaseTimeout, logger: logger)
             }
             var listener: RemoteChangeListener?
             if let start, options.remoteChangeNotifications {
@@ -117,9 +135,10 @@ public final class PersistentStoreCoordinator: Sendable {
             store.withLock {
                 $0 = LoadedStore(pool: pool, sequences: sequences, constraints: managedObjectModel.schemaConstraints,
                                  saveIsolation: options.saveIsolation, tracksHistory: options.persistentHistoryTracking,
-                                 listener: listener)
+                                 listener: listener, replica: replica)
             }
         } catch {
+            await replica?.pool.shutdown()
             await pool.shutdown()
             throw Self.wrap(error)
         }
@@ -144,6 +163,7 @@ public final class PersistentStoreCoordinator: Sendable {
             return store
         }
         await loaded?.listener?.stop()
+        await loaded?.replica?.pool.shutdown()
         await loaded?.pool.shutdown()
         remoteChangeHub.finish()
     }
@@ -218,7 +238,8 @@ public final class PersistentStoreCoordinator: Sendable {
     func mergeRemoteChanges(_ result: PersistentHistoryResult) {
         guard let token = result.token else { return }
         let change = PersistentStoreRemoteChange(transactions: result.transactions, token: token)
-        let payload = change.objectIDNotification()
+        var payload = change.objectIDNotification()
+        payload.walPosition = result.walPosition
         rowCache.remove(payload.updatedObjectIDs.union(payload.deletedObjectIDs))
         let contexts = observers.withLock { $0.compactMap(\.context) }
         for context in contexts where context.parent == nil && context.automaticallyMergesChangesFromParent {

@@ -1,0 +1,50 @@
+import PostgresClient
+
+/// How the store work a context starts reaches the database: whether its reads may go to
+/// the read replica, from which replayed position on, and where its writes report the
+/// position of their commit.
+///
+/// The context binds one to ``current`` around its store work; the coordinator's read and
+/// write paths consult it. Work started without one reads from the primary.
+final class StoreAccess: Sendable {
+    /// Reads may run on the replica.
+    let readsFromReplica: Bool
+    /// The replica serves reads only once it has replayed this far (read-your-writes).
+    let requiredReplayPosition: WALPosition?
+    /// Told the WAL position after each commit of the work's writes (with a replica only).
+    let didCommit: (@Sendable (WALPosition) -> Void)?
+
+    init(readsFromReplica: Bool, requiredReplayPosition: WALPosition?, didCommit: (@Sendable (WALPosition) -> Void)? = nil) {
+        self.readsFromReplica = readsFromReplica
+        self.requiredReplayPosition = requiredReplayPosition
+        self.didCommit = didCommit
+    }
+
+    /// Runs `operation` with this access bound.
+    func run<T: Sendable>(_ operation: @Sendable () async throws -> T) async throws -> T {
+        try await Self.$current.withValue(self) { try await operation() }
+    }
+
+    @TaskLocal static var current: StoreAccess?
+}
+
+/// A position in PostgreSQL's write-ahead log (a `pg_lsn`), as the byte offset it stands for.
+struct WALPosition: Sendable, Comparable, Hashable, CustomStringConvertible {
+    var offset: UInt64
+
+    static func < (lhs: WALPosition, rhs: WALPosition) -> Bool { lhs.offset < rhs.offset }
+
+    /// `16/B374D848`, as PostgreSQL prints it.
+    var description: String {
+        String(offset >> 32, radix: 16, uppercase: true) + "/" + String(offset & 0xFFFF_FFFF, radix: 16, uppercase: true)
+    }
+
+    /// SQL yielding a position as `int8` (`pg_lsn - '0/0'` is its byte offset, a numeric).
+    static func select(_ function: String) -> String { "SELECT (\(function)() - '0/0'::pg_lsn)::int8" }
+
+    /// The position a `select(_:)` query returned; nil for NULL (a server that is not a standby).
+    static func decode(_ result: QueryResult) throws -> WALPosition? {
+        guard let row = result.first, !row.isNull(at: 0) else { return nil }
+        return WALPosition(offset: UInt64(bitPattern: try row.decode(Int64.self, at: 0)))
+    }
+}
