@@ -40,19 +40,40 @@ public final class TemporaryPostgres: Sendable {
     /// Initializes and starts a cluster. Throws ``TemporaryPostgresError`` naming what is
     /// missing (binaries, the `postgres` user) or what failed, with the server's log.
     public static func start(settings: [String: String] = fastSettings) throws -> TemporaryPostgres {
+        try start { server in try server.initialize(settings: settings) }
+    }
+
+    /// Starts a streaming replica of this cluster (a hot standby: `pg_basebackup -R` of it,
+    /// then a server of its own on another port), for tests of read replicas. Pause its
+    /// replay with `SELECT pg_wal_replay_pause()` on it to hold it behind the primary.
+    public func startStandby() throws -> TemporaryPostgres {
+        let primary = self
+        return try Self.start { standby in
+            try standby.run(standby.binaries.directory + "/pg_basebackup",
+                            ["-D", standby.dataDirectory, "-R", "-X", "stream", "-c", "fast", "--no-sync",
+                             "-h", primary.directory, "-p", String(primary.port), "-U", "postgres"],
+                            asServerUser: true)
+            try? FileManager.default.removeItem(atPath: standby.dataDirectory + "/postmaster.opts")
+            try standby.appendConfiguration([:])
+        }
+    }
+
+    /// Creates the data directory with `prepare` in a new temporary directory, on a free
+    /// port, and starts the server; retried when the port was taken meanwhile.
+    private static func start(_ prepare: (TemporaryPostgres) throws -> Void) throws -> TemporaryPostgres {
         // The free port is found by binding port 0 and closing; by the time the server binds
         // it, another process (or an outgoing connection's ephemeral port) may hold it.
         for _ in 1..<5 {
             do {
-                return try startOnce(settings: settings)
+                return try startOnce(prepare)
             } catch let error as TemporaryPostgresError where error.message.contains("Address already in use") {
                 continue
             }
         }
-        return try startOnce(settings: settings)
+        return try startOnce(prepare)
     }
 
-    private static func startOnce(settings: [String: String]) throws -> TemporaryPostgres {
+    private static func startOnce(_ prepare: (TemporaryPostgres) throws -> Void) throws -> TemporaryPostgres {
         let binaries = try ServerBinaries.locate()
         let serverUser: String? = geteuid() == 0 ? "postgres" : nil
         var template = Array("/tmp/postgres-data.XXXXXX".utf8CString)
@@ -72,7 +93,7 @@ public final class TemporaryPostgres: Sendable {
                 }
             }
             let server = TemporaryPostgres(directory: directory, port: try freePort(), binaries: binaries, serverUser: serverUser)
-            try server.initialize(settings: settings)
+            try prepare(server)
             try server.launch()
             register(server)
             server.startWatchdog()
@@ -125,7 +146,7 @@ public final class TemporaryPostgres: Sendable {
                                      "restart"], asServerUser: true)
     }
 
-    private func initialize(settings: [String: String]) throws {
+    fileprivate func initialize(settings: [String: String]) throws {
         // C.UTF-8: code-point collation (the order PostgresData's in-memory evaluation uses)
         // with Unicode case mapping for lower()/upper(); plain C where the locale is missing.
         let common = ["-D", dataDirectory, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync"]
@@ -135,6 +156,12 @@ public final class TemporaryPostgres: Sendable {
             try? FileManager.default.removeItem(atPath: dataDirectory)
             _ = try run(binaries.initdb, common + ["--no-locale"], asServerUser: true)
         }
+        try appendConfiguration(settings)
+    }
+
+    /// Appends this server's port and socket directory, and `settings`, to postgresql.conf
+    /// (later lines win over those of a copied cluster).
+    private func appendConfiguration(_ settings: [String: String]) throws {
         var configuration = "\n# PostgresDataTesting\nport = \(port)\nlisten_addresses = '127.0.0.1'\n"
         configuration += "unix_socket_directories = '\(directory)'\n"
         for (name, value) in settings.sorted(by: { $0.key < $1.key }) {
