@@ -9,7 +9,7 @@ demo:
 	swift run -c release postgres-data-demo
 
 test:
-	@scripts/bootstrap.sh
+	@scripts/bootstrap.sh --tests
 	swift build --build-tests
 	scripts/test.sh
 

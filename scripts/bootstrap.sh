@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # Installs what PostgresData needs on a fresh Debian/Ubuntu machine, when it is missing:
 # libpq's headers (to build), pkg-config (to find them) and the PostgreSQL server binaries
-# (for the throwaway server used when DATABASE_URL is not set). Idempotent and quiet when
-# everything is there already.
+# (for the throwaway server used when DATABASE_URL is not set); with --tests also PgBouncer
+# (the tests run PostgresData behind one). Idempotent and quiet when everything is there already.
 set -euo pipefail
+
+for_tests=false
+[ "${1:-}" = "--tests" ] && for_tests=true
 
 say() { printf '\033[1mbootstrap:\033[0m %s\n' "$*"; }
 
@@ -29,6 +32,11 @@ if [ "$(id -u)" = 0 ] && [ -z "${DATABASE_URL:-}" ] && ! id postgres >/dev/null 
     packages+=(postgresql)
 fi
 
+have_pgbouncer() {
+    command -v pgbouncer >/dev/null 2>&1 || [ -x /usr/sbin/pgbouncer ]
+}
+if $for_tests && ! have_pgbouncer; then packages+=(pgbouncer); fi
+
 if [ ${#packages[@]} -eq 0 ]; then
     exit 0
 fi
@@ -46,7 +54,8 @@ command -v apt-get >/dev/null 2>&1 || {
 }
 
 say "installing ${packages[*]}"
-# The package would otherwise create and start a cluster of its own, which nothing here uses.
+# The postgresql package would otherwise create and start a cluster of its own, which nothing
+# here uses. (The tests start a PgBouncer of their own on a free port.)
 $sudo mkdir -p /etc/postgresql-common
 if [ ! -f /etc/postgresql-common/createcluster.conf ]; then
     echo "create_main_cluster = false" | $sudo tee /etc/postgresql-common/createcluster.conf >/dev/null

@@ -215,7 +215,7 @@ public final class TemporaryPostgres: Sendable {
         return text
     }
 
-    private static func freePort() throws -> Int {
+    static func freePort() throws -> Int {
         let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard socket >= 0 else { throw TemporaryPostgresError("cannot open a socket to find a free port") }
         defer { close(socket) }

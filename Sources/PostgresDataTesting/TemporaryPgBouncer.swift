@@ -1,0 +1,154 @@
+import Foundation
+import PostgresClient
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A PgBouncer in front of a ``TemporaryPostgres``, for tests of what works behind a pooler.
+///
+/// ```swift
+/// let bouncer = try TemporaryPgBouncer.start(for: server, poolMode: "transaction", serverConnections: 2)
+/// let connection = try await Connection.connect(bouncer.configuration(database: "app"))
+/// ```
+///
+/// It runs `pgbouncer` (on `PATH` or in `/usr/sbin`; Debian's package `pgbouncer`) in the
+/// foreground on a free port of 127.0.0.1 and a Unix socket in its own directory, with trust
+/// authentication for the `postgres` user, who may also use its admin console (database
+/// `pgbouncer`). As root it drops to the `postgres` user. It is stopped when the process
+/// exits, or by a watchdog should the process be killed.
+public final class TemporaryPgBouncer: Sendable {
+    /// The temporary directory holding the configuration, the socket and the log.
+    public let directory: String
+    public let port: Int
+    private let process: ChildProcess
+
+    /// Starts PgBouncer for every database of `server`: `poolMode` is `session`,
+    /// `transaction` or `statement`; `serverConnections` is the pool size per database and user.
+    public static func start(for server: TemporaryPostgres, poolMode: String = "transaction",
+                             serverConnections: Int = 2) throws -> TemporaryPgBouncer {
+        guard let executable = ["/usr/sbin/pgbouncer", "/usr/bin/pgbouncer", "/usr/local/bin/pgbouncer"]
+            .first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
+            throw TemporaryPostgresError("pgbouncer was not found in /usr/sbin, /usr/bin or /usr/local/bin",
+                                         hint: "Install it with: apt-get install -y pgbouncer (scripts/bootstrap.sh does, for make test).")
+        }
+        var template = Array("/tmp/postgres-data-bouncer.XXXXXX".utf8CString)
+        guard let created = mkdtemp(&template) else {
+            throw TemporaryPostgresError("cannot create a temporary directory: \(String(cString: strerror(errno)))")
+        }
+        let directory = String(cString: created)
+        do {
+            let port = try TemporaryPostgres.freePort()
+            let configuration = """
+                [databases]
+                * = host=\(server.directory) port=\(server.port)
+
+                [pgbouncer]
+                listen_addr = 127.0.0.1
+                listen_port = \(port)
+                unix_socket_dir = \(directory)
+                auth_type = trust
+                auth_file = \(directory)/userlist.txt
+                admin_users = postgres
+                pool_mode = \(poolMode)
+                default_pool_size = \(serverConnections)
+                max_client_conn = 500
+                logfile = \(directory)/pgbouncer.log
+                ignore_startup_parameters = extra_float_digits
+
+                """
+            try configuration.write(toFile: directory + "/pgbouncer.ini", atomically: true, encoding: .utf8)
+            try "\"postgres\" \"\"\n".write(toFile: directory + "/userlist.txt", atomically: true, encoding: .utf8)
+            var arguments = [executable]
+            if geteuid() == 0 {
+                guard let account = getpwnam("postgres") else {
+                    throw TemporaryPostgresError("running as root, pgbouncer needs the unprivileged user \"postgres\", which does not exist",
+                                                 hint: "apt-get install -y postgresql creates it.")
+                }
+                for path in [directory, directory + "/pgbouncer.ini", directory + "/userlist.txt"] {
+                    guard chown(path, account.pointee.pw_uid, account.pointee.pw_gid) == 0 else {
+                        throw TemporaryPostgresError("cannot hand \(path) to postgres: \(String(cString: strerror(errno)))")
+                    }
+                }
+                arguments += ["-u", "postgres"]
+            }
+            arguments.append(directory + "/pgbouncer.ini")
+            let process = try ChildProcess(arguments, environment: ProcessInfo.processInfo.environment,
+                                           outputPath: directory + "/pgbouncer.out")
+            let bouncer = TemporaryPgBouncer(directory: directory, port: port, process: process)
+            try bouncer.waitUntilListening()
+            register(bouncer)
+            bouncer.startWatchdog()
+            return bouncer
+        } catch {
+            try? FileManager.default.removeItem(atPath: directory)
+            throw error
+        }
+    }
+
+    private init(directory: String, port: Int, process: ChildProcess) {
+        self.directory = directory
+        self.port = port
+        self.process = process
+    }
+
+    /// Connects through PgBouncer's Unix socket as `postgres` to `database`.
+    public func configuration(database: String) -> Configuration {
+        // Only values this type chose itself: cannot fail.
+        try! Configuration(keywords: ["host": directory, "port": String(port), "user": "postgres", "dbname": database])
+    }
+
+    /// PgBouncer's log, for diagnosing a failure.
+    public var log: String {
+        [directory + "/pgbouncer.log", directory + "/pgbouncer.out"]
+            .compactMap { try? String(contentsOfFile: $0, encoding: .utf8) }.joined(separator: "\n")
+    }
+
+    /// Stops PgBouncer at once and deletes its files.
+    public func stop() {
+        guard process.isRunning else { return }
+        process.kill(SIGTERM)
+        _ = process.exitStatus
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    private func waitUntilListening() throws {
+        let socket = directory + "/.s.PGSQL.\(port)"
+        for _ in 0..<500 {
+            if FileManager.default.fileExists(atPath: socket) { return }
+            if !process.isRunning {
+                throw TemporaryPostgresError("pgbouncer exited at once:\n\(log)")
+            }
+            usleep(10_000)
+        }
+        process.kill()
+        throw TemporaryPostgresError("pgbouncer did not listen within 5 s:\n\(log)")
+    }
+
+    /// Stops PgBouncer if this process dies without running its exit handlers.
+    private func startWatchdog() {
+        let script = """
+            while kill -0 \(getpid()) 2>/dev/null; do sleep 1; done
+            kill -TERM \(process.pid) 2>/dev/null
+            rm -rf '\(directory)'
+            """
+        _ = try? ChildProcess(["/bin/sh", "-c", script], environment: ProcessInfo.processInfo.environment, outputPath: nil)
+    }
+
+    private static let running = Locked<[TemporaryPgBouncer]>([])
+
+    private static func register(_ bouncer: TemporaryPgBouncer) {
+        let first = running.withLock { list in
+            list.append(bouncer)
+            return list.count == 1
+        }
+        if first { atexit { TemporaryPgBouncer.stopAll() } }
+    }
+
+    private static func stopAll() {
+        running.withLock { list in
+            defer { list.removeAll() }
+            return list
+        }.forEach { $0.stop() }
+    }
+}
