@@ -123,6 +123,27 @@ import Testing
             let a = controller.object(at: IndexPath(item: 0, section: 0))
             #expect(a.name == "a" && controller.indexPath(forObject: a) == IndexPath(item: 0, section: 0))
         }
+
+        // 8. It inserts a chore that matches and one that does not: the controller loaded both
+        // to judge them, and keeps only the one it shows registered in its context.
+        try await save(other) { context in
+            for (name, done) in [("f", false), ("g", true)] {
+                let chore = Chore(context: context)
+                chore.name = name
+                chore.priority = 5
+                chore.done = done
+            }
+        }
+        let eighth = try await next(8)
+        #expect(eighth.changes(of: .insert).count == 1)
+        #expect(names() == [["a", "e", "f"]])
+        let (shown, hidden) = try await other.performBackgroundTask { context in
+            (try self.chore(named: "f", in: context).objectID, try self.chore(named: "g", in: context).objectID)
+        }
+        context.performAndWait {
+            #expect(context.registeredObject(for: shown) != nil)
+            #expect(context.registeredObject(for: hidden) == nil)
+        }
         await other.persistentStoreCoordinator.close()
         await container.persistentStoreCoordinator.close()
     }

@@ -193,8 +193,15 @@ public final class FetchedResultsController<Result: ManagedObject> {
 
         var candidates = current.filter { !deleted.contains($0.objectID) && context.registered[$0.objectID] === $0 }
         let present = Set(candidates.map(\.objectID))
+        // Objects registered here only to be judged leave the context again if they do not match.
+        var newcomers: [ManagedObject] = []
         for id in inserted.union(changed) where !present.contains(id) && !deleted.contains(id) {
-            if let object = context.registered[id] as? Result ?? (context.object(with: id) as? Result) { candidates.append(object) }
+            if let object = context.registered[id] as? Result {
+                candidates.append(object)
+            } else if let object = context.object(with: id) as? Result {
+                candidates.append(object)
+                newcomers.append(object)
+            }
         }
         do {
             try context.fillFaults(candidates.filter(\.isFaultStorage))
@@ -205,6 +212,8 @@ public final class FetchedResultsController<Result: ManagedObject> {
             }
             let old = (sections ?? []).map(\.name)
             let oldPositions = positions
+            let kept = Set(matching.map(\.objectID))
+            context.unregister(newcomers.filter { !kept.contains($0.objectID) })
             apply(try sorted(matching))
             publish(difference(oldNames: old, oldPositions: oldPositions, oldOrder: current.map(\.objectID), changed: changed))
         } catch {

@@ -85,7 +85,7 @@ extension ManagedObjectContext {
                     deliver: { batch in
                         try await self.perform { () throws in
                             let objects = fetch.register(batch, in: self)
-                            defer { if releasingObjects { self.release(objects) } }
+                            defer { if releasingObjects { self.unregister(objects) } }
                             try body(try fetch.finalResults(objects, in: self))
                         }
                     })
@@ -96,8 +96,9 @@ extension ManagedObjectContext {
     }
 
     /// Takes objects without unsaved changes out of the context (their row-cache references
-    /// go too), so a long walk through a result holds only the current batch.
-    private func release(_ objects: [ManagedObject]) {
+    /// go too): a long walk through a result holds only the current batch, a fetched-results
+    /// controller keeps only the objects it shows.
+    func unregister(_ objects: [ManagedObject]) {
         var released: [ManagedObjectID] = []
         for object in objects where !object.hasChanges && registered[object.objectID] === object {
             registered[object.objectID] = nil
