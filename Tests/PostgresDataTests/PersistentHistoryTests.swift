@@ -136,6 +136,31 @@ import Testing
         #expect(weights == [3, 4])
     }
 
+    @Test func anUpsertRecordsAndMergesTheRowsItUpdatedAsUpdates() async throws {
+        let (container, _) = try await twoContainers(mergeRemote: false)
+        let context = container.newBackgroundContext()
+        _ = try await context.execute(try BatchInsertRequest(entityName: "Product", objects: [["sku": "A", "price": 1]]))
+        let watcher = container.newBackgroundContext()
+        let priceOfA = try await watcher.perform {
+            let product = try #require(try watcher.fetch(FetchRequest<Product>()).first)
+            return (product.objectID, product.price)
+        }
+        #expect(priceOfA.1 == 1)
+
+        var upsert = try BatchInsertRequest(entityName: "Product", objects: [["sku": "A", "price": 5], ["sku": "B", "price": 2]])
+        upsert.onConflict = .update(conflictKeys: ["sku"])
+        upsert.contextsToMerge = [watcher]
+        #expect(try await context.execute(upsert).count == 2)
+        let history = try await context.execute(PersistentHistoryChangeRequest.fetchHistory(after: nil)).transactions
+        #expect(history.count == 2)
+        let changes = history[1].changes
+        #expect(changes.filter { $0.changeType == .update }.map(\.changedObjectID) == [priceOfA.0])
+        #expect(changes.first { $0.changeType == .update }?.updatedProperties == ["price"])
+        #expect(changes.filter { $0.changeType == .insert }.count == 1)
+        // The merged context refreshed A (an update), it did not take it for a new object.
+        #expect(await watcher.perform { (watcher.object(with: priceOfA.0) as! Product).price } == 5)
+    }
+
     @Test func historyBeforeATokenOrADateIsDeleted() async throws {
         let (container, _) = try await twoContainers(mergeRemote: false)
         let context = container.newBackgroundContext()

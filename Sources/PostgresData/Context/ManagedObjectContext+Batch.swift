@@ -188,6 +188,13 @@ public struct BatchInsertResult: Sendable {
     public var count: Int
     /// Their IDs (``BatchInsertRequestResultType/objectIDs``, or when contexts were merged).
     public var objectIDs: [ManagedObjectID]
+    /// Of `objectIDs`, the rows an upsert updated rather than inserted (merged as updates).
+    var updatedObjectIDs: [ManagedObjectID] = []
+    /// Inserted and updated objects, to merge.
+    var changes: [ChangeKey: Set<ManagedObjectID>] {
+        let updated = Set(updatedObjectIDs)
+        return [.inserted: Set(objectIDs).subtracting(updated), .updated: updated]
+    }
 }
 
 extension ManagedObjectContext {
@@ -198,7 +205,7 @@ extension ManagedObjectContext {
     public func execute(_ request: BatchInsertRequest) async throws -> BatchInsertResult {
         try checkWritable("run a batch insert")
         let result = try await makeStoreAccess(readsFromReplica: false).run { try await self.run(request) }
-        Self.merge([.inserted: Set(result.objectIDs)], into: request.contextsToMerge, from: self)
+        Self.merge(result.changes, into: request.contextsToMerge, from: self)
         return result
     }
 
@@ -206,7 +213,7 @@ extension ManagedObjectContext {
     public func execute(_ request: BatchInsertRequest) throws -> BatchInsertResult {
         try checkWritable("run a batch insert")
         let result = try runStore { try await self.run(request) }
-        Self.merge([.inserted: Set(result.objectIDs)], into: request.contextsToMerge, from: self)
+        Self.merge(result.changes, into: request.contextsToMerge, from: self)
         return result
     }
 
@@ -233,10 +240,14 @@ extension PersistentStoreCoordinator {
                             try writer.appendEncodedRows(rows, count: count)
                         }
                         if !isStaging { result.count += count }
-                    case .insert(let sql, let bindings, let returnsIDs):
+                    case .insert(let sql, let bindings, let returnsIDs, let updated):
                         let rows = try await connection.query(sql, bindings: bindings)
                         if returnsIDs {
-                            for row in rows { result.objectIDs.append(ManagedObjectID(entity: entity, primaryKey: try row.decode(Int64.self, at: 0))) }
+                            for row in rows {
+                                let id = ManagedObjectID(entity: entity, primaryKey: try row.decode(Int64.self, at: 0))
+                                result.objectIDs.append(id)
+                                if updated != nil, try !row.decode(Bool.self, at: 1) { result.updatedObjectIDs.append(id) }
+                            }
                             result.count += rows.count
                         } else {
                             result.count += Int(try rows.first?.decode(Int64.self, at: 0) ?? 0)
@@ -244,9 +255,13 @@ extension PersistentStoreCoordinator {
                     }
                 }
                 if let history {
-                    // Rows an upsert updated are recorded as inserted too.
                     var record = HistoryRecord(origin: history)
-                    record.record(result.objectIDs, .insert)
+                    let updated = Set(result.updatedObjectIDs)
+                    record.record(result.objectIDs.filter { !updated.contains($0) }, .insert)
+                    if !updated.isEmpty {
+                        record.record(entity, .update, keys: result.updatedObjectIDs.compactMap(\.primaryKey),
+                                      updatedProperties: plan.updatedProperties)
+                    }
                     try await record.write(on: connection)
                 }
                 return result

@@ -226,10 +226,19 @@ struct BatchInsertPlan: Sendable {
         /// Rows copied into `table`: the entity's (counted in the result) or a staging table.
         case copy(table: String, columns: [String], rows: [UInt8], count: Int, isStaging: Bool = false)
         case execute(sql: String)
-        case insert(sql: String, bindings: PostgresBindings, returnsIDs: Bool)
+        /// With `returnsIDs` the statement returns each row's ID; with `updatedProperties` (an
+        /// upsert that updates), also whether the row was inserted (`xmax = 0`: a row an
+        /// `ON CONFLICT DO UPDATE` rewrote carries the updating transaction in `xmax`).
+        case insert(sql: String, bindings: PostgresBindings, returnsIDs: Bool, updatedProperties: [String]? = nil)
     }
 
     var steps: [Step] = []
+
+    /// The properties an upsert's update sets (nil when it updates none).
+    var updatedProperties: [String]? {
+        for case .insert(_, _, _, let updated?) in steps { return updated }
+        return nil
+    }
 
     private init(steps: [Step]) {
         self.steps = steps
@@ -308,6 +317,10 @@ struct BatchInsertPlan: Sendable {
             let targetColumns = target.map { quoteIdentifier(entity.columnName(of: entity.propertyIndex(named: $0)!)) }
             sql += updates.isEmpty ? " ON CONFLICT DO NOTHING"
                 : " ON CONFLICT (\(targetColumns.joined(separator: ", "))) DO UPDATE SET \(updates.joined(separator: ", "))"
+            if returningIDs && !updates.isEmpty {
+                let names = keys.filter { !targetIndices.contains($0) }.map { entity.properties[$0].name }
+                return .insert(sql: sql + " RETURNING \"id\", xmax = 0", bindings: bindings, returnsIDs: true, updatedProperties: names)
+            }
         }
         if returningIDs {
             return .insert(sql: sql + " RETURNING \"id\"", bindings: bindings, returnsIDs: true)
