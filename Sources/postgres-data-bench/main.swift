@@ -35,12 +35,15 @@ while let argument = arguments.next() {
 }
 
 let configuration: Configuration
+/// A hot standby of the throwaway server, for the replica workloads (none on `DATABASE_URL`).
+var standby: TemporaryPostgres?
 if let fromEnvironment = try Configuration.fromEnvironment() {
     configuration = try await TestDatabase.fresh(prefix: "bench")
     _ = fromEnvironment
 } else {
     let server = try TemporaryPostgres.start(settings: TemporaryPostgres.durableSettings)
     configuration = server.configuration
+    if only == nil || only?.hasPrefix("R") == true { standby = try server.startStandby() }
 }
 let connection = try await Connection.connect(configuration)
 let raw = try RawConnection(configuration)
@@ -96,9 +99,16 @@ let container = PersistentContainer(name: "Bench", model: ManagedObjectModel(Ben
 try await container.loadPersistentStores(configuration: configuration)
 let tracked = PersistentContainer(name: "Tracked", model: ManagedObjectModel(BenchItem.self))
 try await tracked.loadPersistentStores(configuration: configuration, options: .init(persistentHistoryTracking: true, remoteChangeNotifications: false))
-let workloads = makeWorkloads(client: connection, raw: raw, rows: rows)
+var workloads = makeWorkloads(client: connection, raw: raw, rows: rows)
     + makeObjectWorkloads(container: container, client: connection, raw: raw, rows: rows)
     + makeHistoryWorkloads(plain: container, tracked: tracked, client: connection, rows: rows)
+if let standby {
+    let replicated = PersistentContainer(name: "Replicated", model: ManagedObjectModel(BenchItem.self))
+    try await replicated.loadPersistentStores(configuration: configuration,
+                                              options: .init(readReplicaConfiguration: standby.configuration))
+    workloads += makeReplicaWorkloads(plain: container, replicated: replicated, client: connection,
+                                      standby: try await Connection.connect(standby.configuration))
+}
 for workload in workloads where only.map(workload.name.contains) ?? true {
     var clientTimes: [Double] = []
     var rawTimes: [Double] = []
