@@ -103,6 +103,7 @@ extension ManagedObjectContext {
                                                         excluding: pending.excludedKeys)
             // Decoding (on the store side) and registering (here) overlap, batch by batch.
             var registered: [ManagedObject] = []
+            let deferred = DeferredRegistration()
             let access = makeStoreAccess()
             try BlockingBridge.stream({ channel in
                 try await access.run {
@@ -111,8 +112,9 @@ extension ManagedObjectContext {
                 }
             }, consume: { rows in
                 registered.append(contentsOf: register(rows, entity: entity, asFaults: request.returnsObjectsAsFaults,
-                                                       sharesRows: request.returnsObjectsAsFaults))
+                                                       sharesRows: request.returnsObjectsAsFaults, deferred: deferred))
             })
+            finishRegistration(deferred, results: &registered)
             objects = registered
         }
         objects = try merging(pending, into: objects, for: request)

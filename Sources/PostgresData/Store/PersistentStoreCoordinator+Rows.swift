@@ -67,14 +67,26 @@ extension PersistentStoreCoordinator {
         }
     }
 
-    /// Rows of a fetch request sent to `channel` in batches as they arrive (libpq's
-    /// single-row mode: one statement, no transaction), each decoded here, off the context.
+    /// Rows of a fetch request sent to `channel` in batches, each decoded here, off the
+    /// context, while the context registers the previous one.
+    ///
+    /// The statement's whole result is read first (one statement, no transaction): libpq 15's
+    /// single-row mode, which would let decoding start with the first row, builds a result
+    /// object per row and made a fetch of a million rows twice as slow. Results too large to
+    /// hold belong in an asynchronous fetch or a batch walk (a cursor).
     func streamSnapshots(sql: String, bindings: PostgresBindings, entity: EntityDescription, batchSize: Int,
                          into channel: BatchChannel<[(Int64, RowSnapshot)]>) async throws {
         try await withReadConnection { connection in
-            for try await result in connection.stream(sql, bindings: bindings, mode: .singleRow(batchSize: batchSize)) {
-                guard !channel.isStopped else { continue }
-                channel.send(try SnapshotDecoder.snapshots(of: result, entity: entity))
+            let result = try await connection.query(sql, bindings: bindings)
+            let decoder = SnapshotDecoder(entity: entity, result: result)
+            var start = 0
+            while start < result.count, !channel.isStopped {
+                let end = min(result.count, start + batchSize)
+                var rows: [(Int64, RowSnapshot)] = []
+                rows.reserveCapacity(end - start)
+                for index in start..<end { rows.append(try decoder.decode(result[index])) }
+                channel.send(rows)
+                start = end
             }
         }
     }
