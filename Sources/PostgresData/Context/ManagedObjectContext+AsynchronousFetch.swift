@@ -17,14 +17,22 @@ extension ManagedObjectContext {
         let access = makeStoreAccess(readsFromReplica: fetch.fromReplica)
         let task = Task {
             do {
+                // Without an estimate asked for, the planner's is still read, to size the maps.
+                let reported = request.resultCountEstimate != .none
                 try await access.run { try await coordinator.cursorFetch(
                     sql: fetch.sql, bindings: fetch.bindings, batchSize: request.batchSize,
-                    estimate: request.resultCountEstimate, overlapping: true, decode: fetch.decode,
-                    estimated: { count in await self.perform { result.setEstimate(count) } },
+                    estimate: reported ? request.resultCountEstimate : .plannerEstimate, overlapping: true, decode: fetch.decode,
+                    estimated: { count in
+                        await self.perform {
+                            if reported { result.setEstimate(count) }
+                            collected.estimate = count
+                        }
+                    },
                     deliver: { batch in
                         await self.perform {
                             // A cancelled fetch delivers nothing: the batch is not worth registering.
                             guard !result.isCancelRequested else { return }
+                            fetch.reserve(for: batch, seen: collected.objects.count, estimate: collected.estimate, in: self)
                             let objects = fetch.register(batch, in: self)
                             collected.objects.append(contentsOf: objects)
                             let update = result.advance(by: objects.count)
@@ -124,6 +132,8 @@ extension ManagedObjectContext {
 /// queue only.
 private final class CollectedObjects: @unchecked Sendable {
     var objects: [ManagedObject] = []
+    /// The planner's estimate of the result's size.
+    var estimate: Int?
 }
 
 /// The statement of a cursor fetch and how its rows become results, planned on the
@@ -172,6 +182,25 @@ struct CursorFetch<Result>: @unchecked Sendable {
         return { result in
             if idsOnly { return .keys(try result.map { try $0.decode(Int64.self, at: 0) }) }
             return .rows(try SnapshotDecoder.snapshots(of: result, entity: entity))
+        }
+    }
+
+    /// Makes room in the identity map (and the row cache, for faults) before a full batch of
+    /// a large result, so that they do not grow by doubling, rehashing everything each time:
+    /// for the planner's estimate, but never more than 16 times the rows seen so far (an
+    /// estimate can be far off).
+    func reserve(for batch: Batch, seen: Int, estimate: Int?, in context: ManagedObjectContext) {
+        let count: Int
+        switch batch {
+        case .keys(let keys): count = keys.count
+        case .rows(let rows): count = rows.count
+        }
+        guard let estimate, seen + count < estimate else { return }
+        let wanted = min(estimate, 16 * (seen + count))
+        guard context.registered.capacity < context.registered.count + wanted - seen else { return }
+        context.registered.reserveCapacity(context.registered.count + wanted - seen)
+        if case .rows = batch, request.returnsObjectsAsFaults, !fromReplica {
+            context.persistentStoreCoordinator.rowCache.reserve(wanted - seen, for: entity)
         }
     }
 

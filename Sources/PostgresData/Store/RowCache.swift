@@ -57,6 +57,14 @@ final class RowCache: Sendable {
         }
     }
 
+    /// Makes room for `additional` more rows of `entity` (a large fetch about to arrive).
+    func reserve(_ additional: Int, for entity: EntityDescription) {
+        entries.withLock { entries in
+            while entries.count <= entity.modelIndex { entries.append([:]) }
+            entries[entity.modelIndex].reserve(additional)
+        }
+    }
+
     /// Replaces cached snapshots after a save, without adding references.
     func update(_ pairs: some Sequence<(ManagedObjectID, RowSnapshot)>) {
         entries.withLock { entries in
