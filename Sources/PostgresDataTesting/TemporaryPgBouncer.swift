@@ -77,8 +77,8 @@ public final class TemporaryPgBouncer: Sendable {
                                            outputPath: directory + "/pgbouncer.out")
             let bouncer = TemporaryPgBouncer(directory: directory, port: port, process: process)
             try bouncer.waitUntilListening()
-            register(bouncer)
-            bouncer.startWatchdog()
+            ExitCleanup.atExit { bouncer.stop() }
+            ExitCleanup.watchdog("kill -TERM \(process.pid) 2>/dev/null\nrm -rf '\(directory)'")
             return bouncer
         } catch {
             try? FileManager.default.removeItem(atPath: directory)
@@ -123,32 +123,5 @@ public final class TemporaryPgBouncer: Sendable {
         }
         process.kill()
         throw TemporaryPostgresError("pgbouncer did not listen within 5 s:\n\(log)")
-    }
-
-    /// Stops PgBouncer if this process dies without running its exit handlers.
-    private func startWatchdog() {
-        let script = """
-            while kill -0 \(getpid()) 2>/dev/null; do sleep 1; done
-            kill -TERM \(process.pid) 2>/dev/null
-            rm -rf '\(directory)'
-            """
-        _ = try? ChildProcess(["/bin/sh", "-c", script], environment: ProcessInfo.processInfo.environment, outputPath: nil)
-    }
-
-    private static let running = Locked<[TemporaryPgBouncer]>([])
-
-    private static func register(_ bouncer: TemporaryPgBouncer) {
-        let first = running.withLock { list in
-            list.append(bouncer)
-            return list.count == 1
-        }
-        if first { atexit { TemporaryPgBouncer.stopAll() } }
-    }
-
-    private static func stopAll() {
-        running.withLock { list in
-            defer { list.removeAll() }
-            return list
-        }.forEach { $0.stop() }
     }
 }

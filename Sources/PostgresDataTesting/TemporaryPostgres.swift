@@ -95,8 +95,12 @@ public final class TemporaryPostgres: Sendable {
             let server = TemporaryPostgres(directory: directory, port: try freePort(), binaries: binaries, serverUser: serverUser)
             try prepare(server)
             try server.launch()
-            register(server)
-            server.startWatchdog()
+            ExitCleanup.atExit { server.stop() }
+            let pidFile = server.dataDirectory + "/postmaster.pid"
+            ExitCleanup.watchdog("""
+                if [ -f '\(pidFile)' ]; then kill -QUIT "$(head -1 '\(pidFile)')" 2>/dev/null; sleep 1; fi
+                rm -rf '\(directory)'
+                """)
             return server
         } catch {
             try? FileManager.default.removeItem(atPath: directory)
@@ -182,17 +186,6 @@ public final class TemporaryPostgres: Sendable {
         }
     }
 
-    /// Stops the cluster if this process dies without running its exit handlers.
-    private func startWatchdog() {
-        let pidFile = dataDirectory + "/postmaster.pid"
-        let script = """
-            while kill -0 \(getpid()) 2>/dev/null; do sleep 1; done
-            if [ -f '\(pidFile)' ]; then kill -QUIT "$(head -1 '\(pidFile)')" 2>/dev/null; sleep 1; fi
-            rm -rf '\(directory)'
-            """
-        _ = try? ChildProcess(["/bin/sh", "-c", script], environment: ProcessInfo.processInfo.environment, outputPath: nil)
-    }
-
     /// Runs a server binary, as the server user when this process is root; returns its output.
     @discardableResult
     func run(_ executable: String, _ arguments: [String], asServerUser: Bool) throws -> String {
@@ -231,26 +224,6 @@ public final class TemporaryPostgres: Sendable {
         }
         guard bound else { throw TemporaryPostgresError("cannot find a free port on 127.0.0.1") }
         return Int(UInt16(bigEndian: address.sin_port))
-    }
-
-    // MARK: - Stopping every cluster at exit
-
-    private static let clusters = Locked<[TemporaryPostgres]>([])
-
-    private static func register(_ server: TemporaryPostgres) {
-        let first = clusters.withLock { clusters in
-            clusters.append(server)
-            return clusters.count == 1
-        }
-        if first { atexit { TemporaryPostgres.stopAll() } }
-    }
-
-    static func stopAll() {
-        let all = clusters.withLock { clusters in
-            defer { clusters.removeAll() }
-            return clusters
-        }
-        all.forEach { $0.stop() }
     }
 }
 

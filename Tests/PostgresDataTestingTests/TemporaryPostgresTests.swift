@@ -60,4 +60,29 @@ struct TemporaryPostgresTests {
         #expect(try String(contentsOfFile: output, encoding: .utf8).split(separator: "\n") == ["0", "1", "2"])
         #expect(!child.isRunning)
     }
+
+    /// Spawned from a thread that blocks signals (dispatch worker threads do), a child must
+    /// still take SIGTERM: pgbouncer inherited such a mask, ignored SIGTERM and outlived the tests.
+    @Test func childProcessesStartWithNoBlockedSignals() async throws {
+        let output = FileManager.default.temporaryDirectory.appendingPathComponent("signals-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: output) }
+        func spawnWithSignalsBlocked(_ arguments: [String], outputPath: String?) throws -> ChildProcess {
+            var all = sigset_t()
+            var previous = sigset_t()
+            sigfillset(&all)
+            pthread_sigmask(SIG_SETMASK, &all, &previous)
+            defer { pthread_sigmask(SIG_SETMASK, &previous, nil) }
+            return try ChildProcess(arguments, environment: [:], outputPath: outputPath)
+        }
+        let child = try spawnWithSignalsBlocked(["/bin/sh", "-c", "grep -E '^Sig(Blk|Ign)' /proc/$$/status"], outputPath: output)
+        #expect(await child.exit(within: .seconds(30)) == 0)
+        let lines = try String(contentsOfFile: output, encoding: .utf8).split(separator: "\n").map { $0.split(separator: "\t").last.map(String.init) ?? "" }
+        #expect(lines.count == 2)
+        #expect(lines.first == "0000000000000000")
+        // Of the ignored ones, only glibc's own real-time signals (32 and 33) may be set.
+        #expect((UInt64(lines.last ?? "", radix: 16) ?? .max) & 0x7FFF_FFFF == 0)
+        let sleeper = try spawnWithSignalsBlocked(["/bin/sleep", "60"], outputPath: nil)
+        sleeper.kill(SIGTERM)
+        #expect(await sleeper.exit(within: .seconds(30)) == 128 + SIGTERM)
+    }
 }
