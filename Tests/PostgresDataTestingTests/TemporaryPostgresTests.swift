@@ -74,7 +74,7 @@ struct TemporaryPostgresTests {
             defer { pthread_sigmask(SIG_SETMASK, &previous, nil) }
             return try ChildProcess(arguments, environment: [:], outputPath: outputPath)
         }
-        let child = try spawnWithSignalsBlocked(["/bin/sh", "-c", "grep -E '^Sig(Blk|Ign)' /proc/$$/status"], outputPath: output)
+        let child = try spawnWithSignalsBlocked(["/bin/grep", "-E", "^Sig(Blk|Ign)", "/proc/self/status"], outputPath: output)
         #expect(await child.exit(within: .seconds(30)) == 0)
         let lines = try String(contentsOfFile: output, encoding: .utf8).split(separator: "\n").map { $0.split(separator: "\t").last.map(String.init) ?? "" }
         #expect(lines.count == 2)

@@ -135,6 +135,8 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     /// ``ReplicaConsistency/ownWrites``): until the replica has replayed them, its reads go
     /// to the primary. Without a replica, every read is from the primary and this changes
     /// nothing.
+    ///
+    /// No Core Data equivalent.
     public var replicaConsistency: ReplicaConsistency {
         get { settings.withLock { $0.replicaConsistency } }
         set { settings.withLock { $0.replicaConsistency = newValue } }

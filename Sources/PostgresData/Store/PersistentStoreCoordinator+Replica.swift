@@ -2,7 +2,10 @@ import PostgresClient
 
 extension PersistentStoreCoordinator {
     /// Where the reads meant for the read replica went since the store was loaded; nil
-    /// without a replica (``StoreOptions/readReplicaConfiguration``).
+    /// without a replica (``StoreOptions/readReplicaConfiguration``). Export it to your
+    /// metrics to see how often read-your-writes sends reads to the primary.
+    ///
+    /// No Core Data equivalent.
     public var replicaStatistics: ReplicaStatistics? {
         (try? loaded())?.replica?.statistics
     }
