@@ -20,12 +20,7 @@ func makeReplicaWorkloads(plain: PersistentContainer, replicated: PersistentCont
     let saves: @Sendable (PersistentContainer) async throws -> Void = { container in
         let context = container.newBackgroundContext()
         for i in 0..<count {
-            try await context.perform {
-                let item = BenchItem(context: context)
-                item.name = "small-\(i)"
-                item.createdAt = epoch
-                try context.save()
-            }
+            try await context.perform { try saveItem(named: "small-\(i)", in: context) }
         }
     }
     let reads: @Sendable (ManagedObjectContext) async throws -> Void = { context in
@@ -42,10 +37,7 @@ func makeReplicaWorkloads(plain: PersistentContainer, replicated: PersistentCont
         let context = container.newBackgroundContext()
         for i in 0..<count {
             try await context.perform {
-                let item = BenchItem(context: context)
-                item.name = "mine-\(i)"
-                item.createdAt = epoch
-                try context.save()
+                try saveItem(named: "mine-\(i)", in: context)
                 var request = FetchRequest<BenchItem>(predicate: try FetchPredicate(format: "name == %@", "mine-\(i)"))
                 request.allowsReadingFromReplica = true
                 let found = try context.fetch(request).count
@@ -70,4 +62,12 @@ func makeReplicaWorkloads(plain: PersistentContainer, replicated: PersistentCont
             try BlockingWait.run { try await readsOwnWrites(plain) }
         }),
     ]
+}
+
+/// Inserts one item and saves it (one transaction); call it on the context's queue.
+private func saveItem(named name: String, in context: ManagedObjectContext) throws {
+    let item = BenchItem(context: context)
+    item.name = name
+    item.createdAt = epoch
+    try context.save()
 }

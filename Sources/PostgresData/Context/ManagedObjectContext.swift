@@ -219,6 +219,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     /// Runs store work synchronously from the context's queue.
     func runStore<T: Sendable>(_ operation: @escaping @Sendable () async throws -> T) throws -> T {
         let access = makeStoreAccess()
+        guard access != nil else { return try BlockingBridge.run(operation) }
         return try BlockingBridge.run { try await access.run(operation) }
     }
 
@@ -237,7 +238,10 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     /// How store work of this context reaches the database: reading from the replica when
     /// the context does now (nil: as it does, asked on its queue), with the replay position
     /// its ``replicaConsistency`` requires, and noting the commit position of its writes.
-    func makeStoreAccess(readsFromReplica replica: Bool? = nil) -> StoreAccess {
+    /// Nil when the store has no replica: then every read and write goes to the primary and
+    /// nothing is noted.
+    func makeStoreAccess(readsFromReplica replica: Bool? = nil) -> StoreAccess? {
+        guard (try? persistentStoreCoordinator.loaded())?.replica != nil else { return nil }
         let replica = replica ?? (isOnQueue && readsFromReplica)
         let root = self.root
         var required: WALPosition?

@@ -16,7 +16,7 @@ extension PersistentStoreCoordinator {
     func withReadConnection<T: Sendable>(_ body: (Connection) async throws -> T) async throws -> T {
         let loaded = try loaded()
         guard let access = StoreAccess.current, access.readsFromReplica, let replica = loaded.replica else {
-            return try await withConnection(body)
+            return try await withConnection(of: loaded, body)
         }
         let connection: Connection
         do {
@@ -24,7 +24,7 @@ extension PersistentStoreCoordinator {
         } catch let error as PostgresError where Self.meansUnreachable(error) {
             logger.warning("the read replica is unavailable, reading from the primary: \(error)")
             replica.count(.replicaUnavailable)
-            return try await withConnection(body)
+            return try await withConnection(of: loaded, body)
         } catch {
             throw Self.wrap(error, constraints: loaded.constraints)
         }
@@ -46,15 +46,16 @@ extension PersistentStoreCoordinator {
             return result
         }
         replica.count(.awaitingReplay)
-        return try await withConnection(body)
+        return try await withConnection(of: loaded, body)
     }
 
     /// Runs writes with a pooled connection of the primary. With a read replica, the WAL
     /// position after them is read once they have committed (one more round trip) and
     /// noted, so that reads that must see them wait for the replica to replay it.
     func withWriteConnection<T: Sendable>(_ body: (Connection) async throws -> T) async throws -> T {
-        guard try loaded().replica != nil else { return try await withConnection(body) }
-        let (result, position) = try await withConnection { connection in
+        let loaded = try loaded()
+        guard loaded.replica != nil else { return try await withConnection(of: loaded, body) }
+        let (result, position) = try await withConnection(of: loaded) { connection in
             let result = try await body(connection)
             let position = try WALPosition.decode(try await connection.query(WALPosition.select("pg_current_wal_insert_lsn")))
             return (result, position)

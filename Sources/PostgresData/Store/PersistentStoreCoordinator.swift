@@ -199,7 +199,11 @@ public final class PersistentStoreCoordinator: Sendable {
 
     /// Runs `body` with a pooled connection, translating errors.
     func withConnection<T: Sendable>(_ body: (Connection) async throws -> T) async throws -> T {
-        let loaded = try loaded()
+        try await withConnection(of: try loaded(), body)
+    }
+
+    /// Runs `body` with a connection of `loaded`'s primary pool (the store already looked up).
+    func withConnection<T: Sendable>(of loaded: LoadedStore, _ body: (Connection) async throws -> T) async throws -> T {
         requests.withLock { $0 += 1 }
         do {
             return try await loaded.pool.withConnection(body)

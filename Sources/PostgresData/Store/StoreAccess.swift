@@ -28,6 +28,14 @@ final class StoreAccess: Sendable {
     @TaskLocal static var current: StoreAccess?
 }
 
+extension Optional where Wrapped == StoreAccess {
+    /// Runs `operation` with the access bound, or as it is when there is none (no replica).
+    func run<T: Sendable>(_ operation: @Sendable () async throws -> T) async throws -> T {
+        guard let access = self else { return try await operation() }
+        return try await access.run(operation)
+    }
+}
+
 /// A position in PostgreSQL's write-ahead log (a `pg_lsn`), as the byte offset it stands for.
 struct WALPosition: Sendable, Comparable, Hashable, CustomStringConvertible {
     var offset: UInt64
