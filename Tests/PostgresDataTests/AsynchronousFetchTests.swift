@@ -59,6 +59,67 @@ import Testing
         #expect(result.operationError == nil && result.estimatedResultCount == nil)
     }
 
+    /// Faults of an asynchronous fetch wait in the row cache with their rows undecoded until
+    /// they fire: every kind of value (NULLs, a to-one relationship) then reads as a fetch
+    /// with values reads it, and a save by another context in between is what the fault shows.
+    @Test func faultsFireWithTheirRowsAndWithSavesMadeSince() async throws {
+        let container = try await makeContainer()
+        try await seed(container, count: 25_000)
+        try await container.rawExecute("UPDATE item SET notes = 'note ' || weight WHERE weight % 7 = 0")
+        try await container.performBackgroundTask { context in
+            let list = TodoList(context: context)
+            list.title = "Errands"
+            var request = FetchRequest<Item>()
+            request.predicate = try FetchPredicate(format: "name IN %@", ["Item 5", "Item 15000"])
+            for item in try context.fetch(request) { item.list = list }
+            try context.save()
+        }
+        @Sendable func describe(_ item: Item) -> String {
+            "\(item.name)|\(item.createdAt.timeIntervalSince1970)|\(item.done)|\(item.weight)|\(item.notes ?? "nil")|\(item.list?.title ?? "-")"
+        }
+        let reader = container.newBackgroundContext()
+        let expected = try await reader.perform { () throws in
+            var request = self.sortedByCreation()
+            request.returnsObjectsAsFaults = false
+            let described = try reader.fetch(request).map(describe)
+            // Its rows leave the row cache: the faults below find only their own there.
+            reader.reset()
+            return described
+        }
+
+        let context = container.newBackgroundContext()
+        let request = AsynchronousFetchRequest(fetchRequest: sortedByCreation())
+        let result = try await context.perform { () throws in try context.execute(request) }
+        try await result.wait()
+        let allFaults = await context.perform { result.finalResult?.allSatisfy(\.isFault) }
+        #expect(allFaults == true)
+
+        try await container.performBackgroundTask { other in
+            var request = FetchRequest<Item>()
+            request.predicate = try FetchPredicate(format: "name == 'Item 2'")
+            try other.fetch(request)[0].name = "Renamed"
+            try other.save()
+        }
+        let fired = await context.perform { result.finalResult?.map(describe) ?? [] }
+        #expect(fired.count == 25_000)
+        #expect(fired[1].hasPrefix("Renamed|"))
+        #expect(Array(fired.dropFirst(2)) == Array(expected.dropFirst(2)) && fired[0] == expected[0])
+        #expect(expected.contains { $0.hasSuffix("|Errands") } && expected.contains { $0.contains("|note ") })
+
+        // Columns parsed from text (numeric, URL) are decoded in the fetch itself.
+        try await container.performBackgroundTask { context in
+            let profile = Profile(context: context)
+            profile.price = Decimal(string: "12.34")!
+            profile.homepage = URL(string: "https://example.com/a")
+            try context.save()
+        }
+        let profiles = AsynchronousFetchRequest(fetchRequest: FetchRequest<Profile>())
+        let fetched = try await context.perform { () throws in try context.execute(profiles) }
+        try await fetched.wait()
+        let profile = await context.perform { fetched.finalResult?.first.map { "\($0.price) \($0.homepage?.absoluteString ?? "")" } }
+        #expect(profile == "12.34 https://example.com/a")
+    }
+
     @Test func totalsCanBeEstimatedOrCountedFirst() async throws {
         let container = try await makeContainer()
         try await seed(container, count: 20_000)

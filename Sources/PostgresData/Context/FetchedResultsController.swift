@@ -295,7 +295,7 @@ extension ManagedObjectContext {
         let cached = persistentStoreCoordinator.rowCache.snapshots(for: faults.map(\.objectID))
         var missing: [ManagedObject] = []
         for (object, snapshot) in zip(faults, cached) {
-            if let snapshot { fill(object, values: snapshot.values, snapshot: snapshot) } else { missing.append(object) }
+            if let snapshot { fill(object, snapshot: snapshot) } else { missing.append(object) }
         }
         let coordinator = persistentStoreCoordinator
         for (entity, group) in SavePlan.grouped(missing, by: \.entity) {

@@ -179,9 +179,11 @@ struct CursorFetch<Result>: @unchecked Sendable {
     var decode: @Sendable (QueryResult) throws -> Batch {
         let entity = entity
         let idsOnly = idsOnly
+        // Faults find their rows in the row cache, where they wait undecoded until they fire.
+        let encoded = request.returnsObjectsAsFaults && !fromReplica
         return { result in
             if idsOnly { return .keys(try result.map { try $0.decode(Int64.self, at: 0) }) }
-            return .rows(try SnapshotDecoder.snapshots(of: result, entity: entity))
+            return .rows(try SnapshotDecoder.snapshots(of: result, entity: entity, encoded: encoded))
         }
     }
 

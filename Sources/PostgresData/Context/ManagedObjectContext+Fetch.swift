@@ -308,7 +308,7 @@ extension ManagedObjectContext {
         var missing: [Int64] = []
         for (object, snapshot) in zip(faults, cached) {
             if let snapshot {
-                fill(object, values: snapshot.values, snapshot: snapshot)
+                fill(object, snapshot: snapshot)
             } else if let key = object.objectID.primaryKey {
                 missing.append(key)
             }

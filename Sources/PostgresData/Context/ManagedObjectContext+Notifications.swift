@@ -126,7 +126,7 @@ extension ManagedObjectContext {
             guard let object = registered[id], !object.isFaultStorage else { continue }
             if parent == nil, let snapshot = cache.snapshot(for: id) {
                 if snapshot.version != object.snapshot?.version {
-                    rebase(object, onto: snapshot, values: snapshot.values, keepLocalChanges: true)
+                    rebase(object, onto: snapshot, keepLocalChanges: true)
                 }
             } else if object.hasChanges {
                 refresh(object, mergeChanges: true)

@@ -313,11 +313,11 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
         if let object = registered[objectID], !object.isFault { return object }
         if objectID.isTemporaryID && parent == nil { throw PostgresDataError.objectNotFound(objectID) }
         let object = self.object(with: objectID)
-        guard let (values, snapshot) = try loadValues(for: objectID) else {
+        guard let snapshot = try loadValues(for: objectID) else {
             if object.isFault { registered[objectID] = nil }
             throw PostgresDataError.objectNotFound(objectID)
         }
-        fill(object, values: values, snapshot: snapshot)
+        fill(object, snapshot: snapshot)
         return object
     }
 
@@ -460,8 +460,8 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
             turnIntoFault(object)
             return
         }
-        if let (values, snapshot) = try? loadValues(for: object.objectID, preferCache: false) {
-            rebase(object, onto: snapshot, values: values, keepLocalChanges: true)
+        if let snapshot = try? loadValues(for: object.objectID, preferCache: false) {
+            rebase(object, onto: snapshot, keepLocalChanges: true)
         }
     }
 
@@ -486,9 +486,10 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     }
 
     /// Puts an object on a newer committed state, keeping its local changes when asked.
-    func rebase(_ object: ManagedObject, onto snapshot: RowSnapshot, values: [AttributeValue], keepLocalChanges: Bool) {
+    func rebase(_ object: ManagedObject, onto newer: RowSnapshot, keepLocalChanges: Bool) {
+        let snapshot = newer.decoded()
         let local = keepLocalChanges ? object.changedProperties : PropertySet()
-        var merged = values
+        var merged = snapshot.values
         for index in local where index < object.values.count { merged[index] = object.values[index] }
         object.values = merged
         object.snapshot = snapshot
@@ -519,52 +520,56 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
             }
             if object.holdsCacheReference, let snapshot = persistentStoreCoordinator.rowCache.snapshot(for: object.objectID) {
                 // A fault a fetch returned: its row waits in the row cache.
-                fill(object, values: snapshot.values, snapshot: snapshot)
+                fill(object, snapshot: snapshot)
                 return
             }
-            let loaded: ([AttributeValue], RowSnapshot)?
+            let loaded: RowSnapshot?
             do {
                 loaded = try loadValues(for: object.objectID)
             } catch let error as PostgresDataError where error.isRetryable {
                 persistentStoreCoordinator.logger.warning("filling the fault \(object.objectID) failed, retrying once: \(error)")
                 loaded = try loadValues(for: object.objectID)
             }
-            guard let (values, snapshot) = loaded else {
+            guard let snapshot = loaded else {
                 preconditionFailure("PostgresData could not fulfill a fault: \(object.objectID) has no row (it was deleted). Use existingObject(with:) when a row may be gone.")
             }
-            fill(object, values: values, snapshot: snapshot)
+            fill(object, snapshot: snapshot)
         } catch {
             preconditionFailure("PostgresData could not fulfill a fault for \(object.objectID): \(error). Use existingObject(with:) to handle store errors.")
         }
     }
 
-    func fill(_ object: ManagedObject, values: [AttributeValue], snapshot: RowSnapshot) {
-        object.values = values
+    /// Gives a fault the values of `row` (decoded, if it was kept encoded).
+    func fill(_ object: ManagedObject, snapshot row: RowSnapshot) {
+        let snapshot = row.decoded()
+        object.values = snapshot.values
         object.snapshot = snapshot
         object.isFaultStorage = false
         if parent == nil && !object.holdsCacheReference && !readsFromReplica {
             persistentStoreCoordinator.rowCache.retain(CollectionOfOne((object.objectID, snapshot)))
             object.holdsCacheReference = true
+        } else if row.isEncoded && object.holdsCacheReference {
+            // The cache keeps the decoded row from now on, and the result it came in goes
+            // once all its rows are decoded or released.
+            persistentStoreCoordinator.rowCache.replaceEncoded(object.objectID, with: snapshot)
         }
     }
 
-    /// The values and committed snapshot of an object: the parent's view for a child
-    /// context, else the row cache's, else the database's (nil when there is no row).
-    func loadValues(for id: ManagedObjectID, preferCache: Bool = true) throws -> ([AttributeValue], RowSnapshot)? {
+    /// The committed state of an object, decoded: the parent's view for a child context,
+    /// else the row cache's, else the database's (nil when there is no row).
+    func loadValues(for id: ManagedObjectID, preferCache: Bool = true) throws -> RowSnapshot? {
         if let parent {
-            return try parent.performAndWait { () throws -> ([AttributeValue], RowSnapshot)? in
+            return try parent.performAndWait { () throws -> RowSnapshot? in
                 guard let object = try? parent.existingObject(with: id) else { return nil }
-                let snapshot = RowSnapshot(values: object.values, version: object.snapshot?.version ?? 0)
-                return (object.values, snapshot)
+                return RowSnapshot(values: object.values, version: object.snapshot?.version ?? 0)
             }
         }
         guard let key = id.primaryKey else { return nil }
         let coordinator = persistentStoreCoordinator
-        if preferCache, let snapshot = coordinator.rowCache.snapshot(for: id) { return (snapshot.values, snapshot) }
+        if preferCache, let snapshot = coordinator.rowCache.snapshot(for: id) { return snapshot.decoded() }
         let entity = id.entity
         let rows = try runStore { try await coordinator.fetchSnapshots(entity, keys: [key]) }
-        guard let snapshot = rows.first?.1 else { return nil }
-        return (snapshot.values, snapshot)
+        return rows.first?.1
     }
 
     /// Registers fetched rows: new objects for unknown IDs, fresh values for faults; objects
@@ -592,29 +597,34 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
         var registered = self.registered
         self.registered = [:]
         defer { self.registered = registered }
-        // Into an empty map (a fresh context's first fetch) each row is inserted blindly, one
-        // hash probe instead of a lookup and an insert; a key met twice puts the first back.
-        let speculative = registered.isEmpty && deferred == nil
+        // Each row's new object is inserted blindly: one hash probe, where looking up first
+        // and inserting would take two. A row whose object exists (rare in a large fetch)
+        // puts that one back and drops the new one.
         if deferred == nil { registered.reserve(rows.count) }
         var refreshed: [(ManagedObjectID, RowSnapshot)] = []
-        for (key, snapshot) in rows {
+        for (key, row) in rows {
             let id = ManagedObjectID(entity: entity, primaryKey: key)
-            if speculative {
+            // Objects are filled with decoded rows; faults leave theirs as they came.
+            let snapshot = asFaults ? row : row.decoded()
+            let existing: ManagedObject?
+            if deferred == nil {
                 let object = makeRegisteredObject(id, entity: entity, snapshot: snapshot, asFaults: asFaults)
-                if let first = registered.updateValue(object, forKey: id) {
-                    registered[id] = first
+                existing = registered.updateValue(object, forKey: id)
+                if let existing {
+                    registered[id] = existing
                     object.managedObjectContext = nil
-                    objects.append(first)
+                } else {
+                    if shares {
+                        object.holdsCacheReference = true
+                        cached.append((id, snapshot))
+                    }
+                    objects.append(object)
                     continue
                 }
-                if shares {
-                    object.holdsCacheReference = true
-                    cached.append((id, snapshot))
-                }
-                objects.append(object)
-                continue
+            } else {
+                existing = registered[id]
             }
-            if let object = registered[id] {
+            if let object = existing {
                 if object.isFaultStorage && asFaults {
                     if object.holdsCacheReference {
                         refreshed.append((id, snapshot))
@@ -639,11 +649,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
                 object.holdsCacheReference = true
                 cached.append((id, snapshot))
             }
-            if let deferred {
-                deferred.objects.append(object)
-            } else {
-                registered[id] = object
-            }
+            deferred?.objects.append(object)
             objects.append(object)
         }
         let cache = persistentStoreCoordinator.rowCache

@@ -73,19 +73,10 @@ public struct ManagedObjectID: Sendable, Hashable, CustomStringConvertible {
         hasher.combine(key)
     }
 
-    // Hash tables of IDs (the contexts' identity maps) hold up to millions of rows whose
-    // keys mostly come in runs (bigserial). Runs of 64 consecutive keys hash to 64 consecutive
-    // buckets, so that registering a fetch's rows, and growing the table, walk memory in
-    // order instead of missing the cache at every row; the runs themselves are scattered by a
-    // strong mix of the run number, the entity, the kind of ID and the table's seed.
+    // Identity maps hold up to millions of IDs whose keys come in runs: see KeyRunHashing.
     public func _rawHashValue(seed: Int) -> Int {
-        var run = UInt64(bitPattern: key >> 3) ^ UInt64(UInt(bitPattern: seed))
-        run ^= UInt64(UInt(bitPattern: ObjectIdentifier(entity))) &* 0x9E37_79B9_7F4A_7C15
-        if isTemporaryID { run = ~run }
-        // splitmix64's finaliser
-        run = (run ^ (run >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        run = (run ^ (run >> 27)) &* 0x94D0_49BB_1331_11EB
-        run ^= run >> 31
-        return Int(bitPattern: UInt(truncatingIfNeeded: (run << 3) | UInt64(key & 7)))
+        var salt = UInt64(UInt(bitPattern: ObjectIdentifier(entity))) &* 0x9E37_79B9_7F4A_7C15
+        if isTemporaryID { salt = ~salt }
+        return KeyRunHashing.hashValue(of: key, salt: salt, seed: seed)
     }
 }

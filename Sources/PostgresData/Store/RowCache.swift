@@ -19,13 +19,23 @@ final class RowCache: Sendable {
         }
     }
 
+    /// A primary key, hashed so that runs of keys take runs of buckets (``KeyRunHashing``).
+    private struct Key: Hashable {
+        let value: Int64
+
+        init(_ value: Int64) { self.value = value }
+
+        func hash(into hasher: inout Hasher) { hasher.combine(value) }
+        func _rawHashValue(seed: Int) -> Int { KeyRunHashing.hashValue(of: value, salt: 0, seed: seed) }
+    }
+
     /// Indexed by the entity's index in the model.
-    private let entries = Locked<[[Int64: Entry]]>([])
+    private let entries = Locked<[[Key: Entry]]>([])
 
     func snapshot(for id: ManagedObjectID) -> RowSnapshot? {
         guard let key = id.primaryKey else { return nil }
         let index = id.entity.modelIndex
-        return entries.withLock { $0.indices.contains(index) ? $0[index][key]?.snapshot : nil }
+        return entries.withLock { $0.indices.contains(index) ? $0[index][Key(key)]?.snapshot : nil }
     }
 
     /// The cached snapshots of `ids` (nil where there is none), in one lock.
@@ -33,7 +43,7 @@ final class RowCache: Sendable {
         entries.withLock { entries in
             ids.map { id in
                 guard let key = id.primaryKey, entries.indices.contains(id.entity.modelIndex) else { return nil }
-                return entries[id.entity.modelIndex][key]?.snapshot
+                return entries[id.entity.modelIndex][Key(key)]?.snapshot
             }
         }
     }
@@ -52,7 +62,7 @@ final class RowCache: Sendable {
                     reserved = index
                 }
                 // One hash lookup per row: the entry is modified in place.
-                entries[index][key, default: Entry(snapshot: snapshot, references: 0)].retain(snapshot)
+                entries[index][Key(key), default: Entry(snapshot: snapshot, references: 0)].retain(snapshot)
             }
         }
     }
@@ -70,8 +80,20 @@ final class RowCache: Sendable {
         entries.withLock { entries in
             for (id, snapshot) in pairs {
                 guard let key = id.primaryKey, entries.indices.contains(id.entity.modelIndex) else { continue }
-                entries[id.entity.modelIndex][key]?.snapshot = snapshot
+                entries[id.entity.modelIndex][Key(key)]?.snapshot = snapshot
             }
+        }
+    }
+
+    /// Replaces an encoded snapshot by the same row decoded (a fault fired); a newer version
+    /// cached meanwhile stays.
+    func replaceEncoded(_ id: ManagedObjectID, with decoded: RowSnapshot) {
+        guard let key = id.primaryKey else { return }
+        entries.withLock { entries in
+            guard entries.indices.contains(id.entity.modelIndex),
+                  let cached = entries[id.entity.modelIndex][Key(key)]?.snapshot,
+                  cached.isEncoded, cached.version == decoded.version else { return }
+            entries[id.entity.modelIndex][Key(key)]!.snapshot = decoded
         }
     }
 
@@ -80,11 +102,11 @@ final class RowCache: Sendable {
             for id in ids {
                 guard let key = id.primaryKey, entries.indices.contains(id.entity.modelIndex) else { continue }
                 let index = id.entity.modelIndex
-                guard let references = entries[index][key]?.references else { continue }
+                guard let references = entries[index][Key(key)]?.references else { continue }
                 if references <= 1 {
-                    entries[index][key] = nil
+                    entries[index][Key(key)] = nil
                 } else {
-                    entries[index][key]!.references = references - 1
+                    entries[index][Key(key)]!.references = references - 1
                 }
             }
         }
@@ -95,7 +117,7 @@ final class RowCache: Sendable {
         entries.withLock { entries in
             for id in ids {
                 guard let key = id.primaryKey, entries.indices.contains(id.entity.modelIndex) else { continue }
-                entries[id.entity.modelIndex][key] = nil
+                entries[id.entity.modelIndex][Key(key)] = nil
             }
         }
     }

@@ -8,8 +8,8 @@ import PostgresClient
 /// decoding step that reads libpq's binary bytes directly, and only types without one
 /// (numeric, JSON, URLs, or a result in text format) go through the general
 /// ``ValueCoding/decode(_:at:as:)``.
-struct SnapshotDecoder {
-    private enum Step {
+struct SnapshotDecoder: Sendable {
+    private enum Step: Sendable {
         case int16, int32, int64, float32, float64, text, bool, timestamp, uuid, bytes
         case general(AttributeType)
         case foreignKey(EntityDescription)
@@ -59,20 +59,46 @@ struct SnapshotDecoder {
         }
     }
 
-    /// Every row of `result`, each with its key.
-    static func snapshots(of result: QueryResult, entity: EntityDescription) throws -> [(Int64, RowSnapshot)] {
+    /// True when no value of the result can fail to decode: every column has a decoding
+    /// step of its own (no numeric, JSON or URL column parsed from its bytes).
+    var decodesWithoutFailure: Bool {
+        fast && steps.allSatisfy { if case .general = $0 { false } else { true } }
+    }
+
+    /// Every row of `result`, each with its key. With `encoded` (for faults), rows stay in
+    /// the result, decoded when a fault fires, whenever that cannot fail.
+    static func snapshots(of result: QueryResult, entity: EntityDescription, encoded: Bool = false) throws -> [(Int64, RowSnapshot)] {
         let decoder = SnapshotDecoder(entity: entity, result: result)
         var rows: [(Int64, RowSnapshot)] = []
         rows.reserveCapacity(result.count)
+        if encoded && decoder.decodesWithoutFailure {
+            let encodedRows = EncodedRows(result, decoder: decoder)
+            for (index, row) in result.enumerated() {
+                let (key, version) = try decoder.identity(of: row)
+                rows.append((key, RowSnapshot(row: index, of: encodedRows, version: version)))
+            }
+            return rows
+        }
         for row in result { rows.append(try decoder.decode(row)) }
         return rows
     }
 
     func decode(_ row: Row) throws -> (Int64, RowSnapshot) {
         guard fast else { return try PersistentStoreCoordinator.decodeSnapshot(row, entity: entity) }
-        let key = try row.decode(Int64.self, at: 0)
-        let version = try row.decode(TransactionID.self, at: 1).rawValue
-        let values = try [AttributeValue](unsafeUninitializedCapacity: propertyCount) { buffer, count in
+        let (key, version) = try identity(of: row)
+        return (key, RowSnapshot(values: try values(of: row), version: version))
+    }
+
+    /// The row's key and version.
+    @inline(__always)
+    private func identity(of row: Row) throws -> (Int64, UInt32) {
+        (try row.decode(Int64.self, at: 0), try row.decode(TransactionID.self, at: 1).rawValue)
+    }
+
+    /// The row's values, one per property.
+    func values(of row: Row) throws -> [AttributeValue] {
+        guard fast else { return try PersistentStoreCoordinator.decodeSnapshot(row, entity: entity).1.values }
+        return try [AttributeValue](unsafeUninitializedCapacity: propertyCount) { buffer, count in
             // Properties without a column (to-many relationships) hold NULL.
             buffer.initialize(repeating: .null)
             count = buffer.count
@@ -80,7 +106,6 @@ struct SnapshotDecoder {
                 buffer[indices[position]] = try value(row, column: position + 2, steps[position])
             }
         }
-        return (key, RowSnapshot(values: values, version: version))
     }
 
     @inline(__always)
