@@ -105,10 +105,12 @@ extension ManagedObjectContext {
             var registered: [ManagedObject] = []
             let deferred = DeferredRegistration()
             let access = makeStoreAccess()
+            let cachesRows = request.returnsObjectsAsFaults && !readsFromReplica
             try BlockingBridge.stream({ channel in
                 try await access.run {
                     try await coordinator.streamSnapshots(sql: sql, bindings: bindings, entity: entity,
-                                                          batchSize: Self.fetchStreamBatchSize, into: channel)
+                                                          batchSize: Self.fetchStreamBatchSize, cachesRows: cachesRows,
+                                                          into: channel)
                 }
             }, consume: { rows in
                 registered.append(contentsOf: register(rows, entity: entity, asFaults: request.returnsObjectsAsFaults,

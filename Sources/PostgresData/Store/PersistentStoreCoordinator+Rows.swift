@@ -74,10 +74,14 @@ extension PersistentStoreCoordinator {
     /// single-row mode, which would let decoding start with the first row, builds a result
     /// object per row and made a fetch of a million rows twice as slow. Results too large to
     /// hold belong in an asynchronous fetch or a batch walk (a cursor).
+    ///
+    /// With `cachesRows` (a fetch of faults), the row cache is first sized for the result:
+    /// growing it batch by batch would move a million entries about twice each.
     func streamSnapshots(sql: String, bindings: PostgresBindings, entity: EntityDescription, batchSize: Int,
-                         into channel: BatchChannel<[(Int64, RowSnapshot)]>) async throws {
+                         cachesRows: Bool, into channel: BatchChannel<[(Int64, RowSnapshot)]>) async throws {
         try await withReadConnection { connection in
             let result = try await connection.query(sql, bindings: bindings)
+            if cachesRows && result.count > batchSize { rowCache.reserve(result.count, for: entity) }
             let decoder = SnapshotDecoder(entity: entity, result: result)
             var start = 0
             while start < result.count, !channel.isStopped {

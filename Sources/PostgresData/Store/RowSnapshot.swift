@@ -8,39 +8,37 @@
 /// decodes only keys and versions, as Core Data's row cache keeps SQLite's rows until asked.
 /// Objects always hold decoded snapshots (``decoded()``).
 struct RowSnapshot: Sendable {
-    private enum Storage: Sendable {
-        case decoded([AttributeValue])
-        case encoded(EncodedRows, row: Int)
-    }
-
-    private let storage: Storage
+    // Two plain references rather than an enum of the two forms: snapshots are copied by
+    // the million, and a plain reference copies with a retain where an enum needs a switch.
+    private let decodedValues: [AttributeValue]
+    private let encodedRows: EncodedRows?
+    private let row: Int32
     /// The transaction ID that wrote the row: a save's `UPDATE … WHERE xmin = version`
     /// detects any write since.
     let version: UInt32
 
     init(values: [AttributeValue], version: UInt32) {
-        self.storage = .decoded(values)
+        self.decodedValues = values
+        self.encodedRows = nil
+        self.row = 0
         self.version = version
     }
 
     init(row: Int, of rows: EncodedRows, version: UInt32) {
-        self.storage = .encoded(rows, row: row)
+        self.decodedValues = []
+        self.encodedRows = rows
+        self.row = Int32(row)
         self.version = version
     }
 
     /// One value per property of the entity (relationships loaded on demand hold `.null`);
     /// an encoded row is decoded on every call: keep ``decoded()`` instead.
     var values: [AttributeValue] {
-        switch storage {
-        case .decoded(let values): values
-        case .encoded(let rows, let row): rows.values(at: row)
-        }
+        guard let encodedRows else { return decodedValues }
+        return encodedRows.values(at: Int(row))
     }
 
-    var isEncoded: Bool {
-        if case .encoded = storage { return true }
-        return false
-    }
+    var isEncoded: Bool { encodedRows != nil }
 
     /// The same row with its values decoded.
     func decoded() -> RowSnapshot {
