@@ -597,9 +597,11 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
         var registered = self.registered
         self.registered = [:]
         defer { self.registered = registered }
-        // Each row's new object is inserted blindly: one hash probe, where looking up first
-        // and inserting would take two. A row whose object exists (rare in a large fetch)
-        // puts that one back and drops the new one.
+        // While rows are new, each row's object is inserted blindly: one hash probe, where
+        // looking up first and inserting would take two. The first row whose object exists
+        // puts that one back (the new one is dropped), and the rest of the batch looks up
+        // first: a refetch of registered objects allocates nothing.
+        var speculative = deferred == nil
         if deferred == nil { registered.reserve(rows.count) }
         var refreshed: [(ManagedObjectID, RowSnapshot)] = []
         for (key, row) in rows {
@@ -607,12 +609,13 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
             // Objects are filled with decoded rows; faults leave theirs as they came.
             let snapshot = asFaults ? row : row.decoded()
             let existing: ManagedObject?
-            if deferred == nil {
+            if speculative {
                 let object = makeRegisteredObject(id, entity: entity, snapshot: snapshot, asFaults: asFaults)
                 existing = registered.updateValue(object, forKey: id)
                 if let existing {
                     registered[id] = existing
                     object.managedObjectContext = nil
+                    speculative = false
                 } else {
                     if shares {
                         object.holdsCacheReference = true
@@ -649,7 +652,11 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
                 object.holdsCacheReference = true
                 cached.append((id, snapshot))
             }
-            deferred?.objects.append(object)
+            if let deferred {
+                deferred.objects.append(object)
+            } else {
+                registered[id] = object
+            }
             objects.append(object)
         }
         let cache = persistentStoreCoordinator.rowCache
