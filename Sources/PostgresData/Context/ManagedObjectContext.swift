@@ -155,16 +155,22 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     }
 
     deinit {
-        releaseCacheReferences()
+        unregisterAll()
     }
 
-    /// Gives back the row-cache references of every registered object, in one lock.
-    private func releaseCacheReferences() {
+    /// Empties the identity map: every registered object leaves the context (objects hold
+    /// their context unretained, so none may keep it once it is gone), and their row-cache
+    /// references are given back in one lock.
+    private func unregisterAll() {
         var ids: [ManagedObjectID] = []
-        for (id, object) in registered where object.holdsCacheReference {
-            ids.append(id)
-            object.holdsCacheReference = false
+        for (id, object) in registered {
+            object.contextStorage = nil
+            if object.holdsCacheReference {
+                ids.append(id)
+                object.holdsCacheReference = false
+            }
         }
+        registered = [:]
         if !ids.isEmpty { persistentStoreCoordinator.rowCache.release(ids) }
     }
 
@@ -314,7 +320,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
         if objectID.isTemporaryID && parent == nil { throw PostgresDataError.objectNotFound(objectID) }
         let object = self.object(with: objectID)
         guard let snapshot = try loadValues(for: objectID) else {
-            if object.isFault { registered[objectID] = nil }
+            if object.isFault { unregister([object]) }
             throw PostgresDataError.objectNotFound(objectID)
         }
         fill(object, snapshot: snapshot)
@@ -436,9 +442,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     /// unusable. Core Data equivalent: `reset()`.
     public func reset() {
         assertOnQueue()
-        releaseCacheReferences()
-        for object in registered.values { object.managedObjectContext = nil }
-        registered = [:]
+        unregisterAll()
         insertedSet = [:]
         updatedSet = [:]
         deletedSet = [:]
