@@ -292,7 +292,7 @@ extension ManagedObjectContext {
     func fillFaults(_ objects: [ManagedObject]) throws {
         let faults = objects.filter(\.isFaultStorage)
         guard !faults.isEmpty else { return }
-        let cached = persistentStoreCoordinator.rowCache.snapshots(for: faults.map(\.objectID))
+        let cached = rowsWithoutQuery(for: faults)
         var missing: [ManagedObject] = []
         for (object, snapshot) in zip(faults, cached) {
             if let snapshot { fill(object, snapshot: snapshot) } else { missing.append(object) }

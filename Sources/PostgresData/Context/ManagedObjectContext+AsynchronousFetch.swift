@@ -21,7 +21,7 @@ extension ManagedObjectContext {
                 let reported = request.resultCountEstimate != .none
                 try await access.run { try await coordinator.cursorFetch(
                     sql: fetch.sql, bindings: fetch.bindings, batchSize: request.batchSize,
-                    estimate: reported ? request.resultCountEstimate : .plannerEstimate, overlapping: true, decode: fetch.decode,
+                    estimate: reported ? request.resultCountEstimate : .plannerEstimate, overlapping: true, decode: fetch.decode(in: coordinator),
                     estimated: { count in
                         await self.perform {
                             if reported { result.setEstimate(count) }
@@ -89,7 +89,7 @@ extension ManagedObjectContext {
             try await access.run {
                 try await coordinator.cursorFetch(
                     sql: fetch.sql, bindings: fetch.bindings, batchSize: batchSize, estimate: .none, overlapping: false,
-                    decode: fetch.decode, estimated: { _ in },
+                    decode: fetch.decode(in: coordinator), estimated: { _ in },
                     deliver: { batch in
                         try await self.perform { () throws in
                             let objects = fetch.register(batch, in: self)
@@ -115,6 +115,7 @@ extension ManagedObjectContext {
                 released.append(object.objectID)
             }
             object.faultingBatch = nil
+            if object.isFaultStorage { object.pendingRow = nil }
             object.managedObjectContext = nil
         }
         if !released.isEmpty { persistentStoreCoordinator.rowCache.release(released) }
@@ -139,10 +140,20 @@ private final class CollectedObjects: @unchecked Sendable {
 /// The statement of a cursor fetch and how its rows become results, planned on the
 /// context's queue when the fetch starts.
 struct CursorFetch<Result>: @unchecked Sendable {
-    /// Decoded rows of one `FETCH`: keys, or keys with snapshots.
+    /// Decoded rows of one `FETCH`: keys, keys with snapshots, or, for faults, the rows
+    /// kept encoded.
     enum Batch: Sendable {
         case keys([Int64])
         case rows([(Int64, RowSnapshot)])
+        case encoded(EncodedRows)
+
+        var count: Int {
+            switch self {
+            case .keys(let keys): keys.count
+            case .rows(let rows): rows.count
+            case .encoded(let rows): rows.count
+            }
+        }
     }
 
     let entity: EntityDescription
@@ -175,15 +186,18 @@ struct CursorFetch<Result>: @unchecked Sendable {
         (sql, bindings) = try storeRequest.sql(for: entity, columns: columns, excluding: pending.excludedKeys)
     }
 
-    /// Decodes one `FETCH`'s rows, off the context.
-    var decode: @Sendable (QueryResult) throws -> Batch {
+    /// Decodes one `FETCH`'s rows, off the context. Take it when the fetch starts: for
+    /// faults, it begins the row cache's reader their rows depend on.
+    func decode(in coordinator: PersistentStoreCoordinator) -> @Sendable (QueryResult) throws -> Batch {
         let entity = entity
         let idsOnly = idsOnly
-        // Faults find their rows in the row cache, where they wait undecoded until they fire.
-        let encoded = request.returnsObjectsAsFaults && !fromReplica
+        // Faults keep their rows, undecoded until they fire.
+        let reader = request.returnsObjectsAsFaults && !fromReplica && !idsOnly ? coordinator.rowCache.beginReading() : nil
         return { result in
             if idsOnly { return .keys(try result.map { try $0.decode(Int64.self, at: 0) }) }
-            return .rows(try SnapshotDecoder.snapshots(of: result, entity: entity, encoded: encoded))
+            let decoder = SnapshotDecoder(entity: entity, result: result)
+            if let reader, let rows = try EncodedRows(result, decoder: decoder, reader: reader) { return .encoded(rows) }
+            return .rows(try result.map(decoder.decode))
         }
     }
 
@@ -192,16 +206,13 @@ struct CursorFetch<Result>: @unchecked Sendable {
     /// for the planner's estimate, but never more than 16 times the rows seen so far (an
     /// estimate can be far off).
     func reserve(for batch: Batch, seen: Int, estimate: Int?, in context: ManagedObjectContext) {
-        let count: Int
-        switch batch {
-        case .keys(let keys): count = keys.count
-        case .rows(let rows): count = rows.count
-        }
+        let count = batch.count
         guard let estimate, seen + count < estimate else { return }
         let wanted = min(estimate, 16 * (seen + count))
         guard context.registered.capacity < context.registered.count + wanted - seen else { return }
         context.registered.reserveCapacity(context.registered.count + wanted - seen)
         if case .rows = batch, request.returnsObjectsAsFaults, !fromReplica {
+            // Faults whose rows could not stay encoded share them through the row cache.
             context.persistentStoreCoordinator.rowCache.reserve(wanted - seen, for: entity)
         }
     }
@@ -214,6 +225,8 @@ struct CursorFetch<Result>: @unchecked Sendable {
         case .rows(let rows):
             return context.register(rows, entity: entity, asFaults: request.returnsObjectsAsFaults,
                                     sharesRows: request.returnsObjectsAsFaults, fromReplica: fromReplica)
+        case .encoded(let rows):
+            return context.registerFaults(rows, entity: entity)
         }
     }
 

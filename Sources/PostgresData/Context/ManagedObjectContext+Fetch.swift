@@ -241,7 +241,6 @@ extension ManagedObjectContext {
             let components = keyPath.split(separator: ".", maxSplits: 1).map(String.init)
             tails[components[0], default: []].append(contentsOf: components.dropFirst())
         }
-        let cache = persistentStoreCoordinator.rowCache
         let coordinator = persistentStoreCoordinator
         for (name, rest) in tails {
             guard let index = entity.propertyIndex(named: name) else {
@@ -255,8 +254,11 @@ extension ManagedObjectContext {
             switch entity.storage(of: index) {
             case .foreignKey:
                 var keys = OrderedSet<Int64>()
+                let faults = objects.filter { $0.isFaultStorage && !$0.isInsertedStorage }
+                let faultRows = Dictionary(zip(faults.map(ObjectIdentifier.init), rowsWithoutQuery(for: faults)),
+                                           uniquingKeysWith: { first, _ in first })
                 for object in objects where !object.isInsertedStorage {
-                    let values = object.isFaultStorage ? cache.snapshot(for: object.objectID)?.values : object.values
+                    let values = object.isFaultStorage ? faultRows[ObjectIdentifier(object)]??.values : object.values
                     if let values, case .object(let id) = values[index], let key = id.primaryKey { keys.append(key) }
                 }
                 let missing = keys.filter { key in
@@ -306,7 +308,7 @@ extension ManagedObjectContext {
             guard let object = registered[id], object.isFaultStorage, object.faultingBatch === batch else { return nil }
             return object
         }
-        let cached = persistentStoreCoordinator.rowCache.snapshots(for: faults.map(\.objectID))
+        let cached = rowsWithoutQuery(for: faults)
         var missing: [Int64] = []
         for (object, snapshot) in zip(faults, cached) {
             if let snapshot {

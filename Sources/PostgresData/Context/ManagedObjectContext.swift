@@ -165,6 +165,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
         var ids: [ManagedObjectID] = []
         for (id, object) in registered {
             object.contextStorage = nil
+            if object.isFaultStorage { object.pendingRow = nil }
             if object.holdsCacheReference {
                 ids.append(id)
                 object.holdsCacheReference = false
@@ -316,7 +317,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     /// Core Data equivalent: `existingObject(with:)`.
     public func existingObject(with objectID: ManagedObjectID) throws -> ManagedObject {
         assertOnQueue()
-        if let object = registered[objectID], !object.isFault { return object }
+        if let object = registered[objectID], !object.isFault || fillFromPendingRow(object) { return object }
         if objectID.isTemporaryID && parent == nil { throw PostgresDataError.objectNotFound(objectID) }
         let object = self.object(with: objectID)
         guard let snapshot = try loadValues(for: objectID) else {
@@ -527,6 +528,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
                 fill(object, snapshot: snapshot)
                 return
             }
+            if fillFromPendingRow(object) { return }
             let loaded: RowSnapshot?
             do {
                 loaded = try loadValues(for: object.objectID)
@@ -543,7 +545,41 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
         }
     }
 
-    /// Gives a fault the values of `row` (decoded, if it was kept encoded).
+    /// Fills a fault of an asynchronous fetch with the row it kept, or with the row the
+    /// coordinator saw since; false when neither is known (the row changed or went: load it).
+    func fillFromPendingRow(_ object: ManagedObject) -> Bool {
+        guard let pending = object.pendingRow else { return false }
+        switch persistentStoreCoordinator.rowCache.row(for: object.objectID, pending: pending) {
+        case .own: fill(object, snapshot: pending)
+        case .newer(let snapshot): fill(object, snapshot: snapshot)
+        case .changed: return false
+        }
+        return true
+    }
+
+    /// The rows that fill `faults` without a query: from the row cache, or the rows faults of
+    /// asynchronous fetches kept (unless the coordinator saw newer ones); nil where the
+    /// database must be asked.
+    func rowsWithoutQuery(for faults: [ManagedObject]) -> [RowSnapshot?] {
+        let cache = persistentStoreCoordinator.rowCache
+        var rows = cache.snapshots(for: faults.map(\.objectID))
+        let pending = faults.indices.compactMap { index -> (Int, ManagedObjectID, RowSnapshot)? in
+            guard !faults[index].holdsCacheReference, let row = faults[index].pendingRow else { return nil }
+            return (index, faults[index].objectID, row)
+        }
+        guard !pending.isEmpty else { return rows }
+        for ((index, _, own), found) in zip(pending, cache.rows(for: pending.map { ($0.1, $0.2) })) {
+            switch found {
+            case .own: rows[index] = own
+            case .newer(let snapshot): rows[index] = snapshot
+            case .changed: rows[index] = nil
+            }
+        }
+        return rows
+    }
+
+    /// Gives a fault the values of `row` (decoded, if it was kept encoded); the decoded row
+    /// enters the row cache.
     func fill(_ object: ManagedObject, snapshot row: RowSnapshot) {
         let snapshot = row.decoded()
         object.values = snapshot.values
@@ -552,10 +588,6 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
         if parent == nil && !object.holdsCacheReference && !readsFromReplica {
             persistentStoreCoordinator.rowCache.retain(CollectionOfOne((object.objectID, snapshot)))
             object.holdsCacheReference = true
-        } else if row.isEncoded && object.holdsCacheReference {
-            // The cache keeps the decoded row from now on, and the result it came in goes
-            // once all its rows are decoded or released.
-            persistentStoreCoordinator.rowCache.replaceEncoded(object.objectID, with: snapshot)
         }
     }
 
@@ -633,6 +665,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
             }
             if let object = existing {
                 if object.isFaultStorage && asFaults {
+                    object.pendingRow = nil
                     if object.holdsCacheReference {
                         refreshed.append((id, snapshot))
                     } else {
@@ -666,6 +699,58 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
         let cache = persistentStoreCoordinator.rowCache
         if !cached.isEmpty { cache.retain(cached) }
         if !refreshed.isEmpty { cache.update(refreshed) }
+        return objects
+    }
+
+    /// Registers a batch of an asynchronous fetch of faults: each new fault keeps its row,
+    /// still encoded, to itself (``ManagedObject/pendingRow``), and the row cache is not
+    /// touched — a million faults cost a million objects and identity-map entries, nothing
+    /// more. A registered fault takes the newer row; objects holding values keep them (and
+    /// their unsaved changes).
+    func registerFaults(_ rows: EncodedRows, entity: EntityDescription) -> [ManagedObject] {
+        var objects: [ManagedObject] = []
+        objects.reserveCapacity(rows.count)
+        var registered = self.registered
+        self.registered = [:]
+        defer { self.registered = registered }
+        registered.reserve(rows.count)
+        var released: [ManagedObjectID] = []
+        // As in `register`: blind insertion while the rows are new.
+        var speculative = true
+        for (index, key) in rows.keys.enumerated() {
+            let id = ManagedObjectID(entity: entity, primaryKey: key)
+            if speculative {
+                let object = ManagedObject.makeFault(of: entity)
+                object.objectID = id
+                object.contextStorage = self
+                object.pendingRow = rows.snapshot(at: index)
+                guard let existing = registered.updateValue(object, forKey: id) else {
+                    objects.append(object)
+                    continue
+                }
+                registered[id] = existing
+                object.contextStorage = nil
+                speculative = false
+            }
+            guard let object = registered[id] else {
+                let object = ManagedObject.makeFault(of: entity)
+                object.objectID = id
+                object.contextStorage = self
+                object.pendingRow = rows.snapshot(at: index)
+                registered[id] = object
+                objects.append(object)
+                continue
+            }
+            if object.isFaultStorage {
+                if object.holdsCacheReference {
+                    object.holdsCacheReference = false
+                    released.append(id)
+                }
+                object.pendingRow = rows.snapshot(at: index)
+            }
+            objects.append(object)
+        }
+        if !released.isEmpty { persistentStoreCoordinator.rowCache.release(released) }
         return objects
     }
 

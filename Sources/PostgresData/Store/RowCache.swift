@@ -8,14 +8,34 @@ import PostgresClient
 /// the new values and version. Rows are kept per entity by primary key: a fetch of a
 /// million rows then costs a million integer-keyed inserts, with no reference counting
 /// of keys.
+///
+/// Faults of an asynchronous fetch do not enter it: each keeps its row, still encoded, to
+/// itself (``ManagedObject/pendingRow``), which spares a million inserts. For them the cache
+/// remembers what changed while their fetch lives (a ``Reader``): a row saved, merged or
+/// found changed since the fetch began is kept, even when no context holds it any more, so
+/// that such a fault fires with the newer row, as it would from the cache
+/// (``snapshot(for:newerThan:)``).
 final class RowCache: Sendable {
     private struct Entry {
-        var snapshot: RowSnapshot
-        var references: Int
+        /// Nil once the row is known to have changed without its new values (a remote or
+        /// batch change): the next reader loads it from the database.
+        var snapshot: RowSnapshot?
+        var references: Int32
+        /// Set when the row changed while a reader lived: kept after its last reference.
+        var changedWhileReading = false
+        /// When the snapshot was last set (``State/generation``).
+        var generation: UInt64
 
-        mutating func retain(_ newer: RowSnapshot) {
+        /// A fetched row: a new entry takes it, and so does one whose row it holds in
+        /// another version (the row changed since) or not at all. True when it changed.
+        mutating func retain(_ fetched: RowSnapshot, generation next: UInt64, reading: Bool) -> Bool {
             references += 1
-            if snapshot.version != newer.version { snapshot = newer }
+            if let snapshot, snapshot.version == fetched.version { return false }
+            let isNew = snapshot == nil && generation == 0
+            if reading && !isNew { changedWhileReading = true }
+            snapshot = fetched
+            generation = next
+            return true
         }
     }
 
@@ -29,100 +49,206 @@ final class RowCache: Sendable {
         func _rawHashValue(seed: Int) -> Int { KeyRunHashing.hashValue(of: value, salt: 0, seed: seed) }
     }
 
-    /// Indexed by the entity's index in the model.
-    private let entries = Locked<[[Key: Entry]]>([])
-
-    func snapshot(for id: ManagedObjectID) -> RowSnapshot? {
-        guard let key = id.primaryKey else { return nil }
-        let index = id.entity.modelIndex
-        return entries.withLock { $0.indices.contains(index) ? $0[index][Key(key)]?.snapshot : nil }
+    private struct KeptEntry: Hashable {
+        let entity: Int
+        let key: Key
     }
 
-    /// The cached snapshots of `ids` (nil where there is none), in one lock.
-    func snapshots(for ids: [ManagedObjectID]) -> [RowSnapshot?] {
-        entries.withLock { entries in
-            ids.map { id in
-                guard let key = id.primaryKey, entries.indices.contains(id.entity.modelIndex) else { return nil }
-                return entries[id.entity.modelIndex][Key(key)]?.snapshot
+    private struct State {
+        /// Indexed by the entity's index in the model.
+        var entries: [[Key: Entry]] = []
+        /// Counts every change of a snapshot; readers start at a generation.
+        var generation: UInt64 = 0
+        /// The generations of the live readers (ascending; several may share one).
+        var readers: [UInt64] = []
+        /// Entries kept without references for the readers.
+        var kept: Set<KeptEntry> = []
+
+        mutating func next() -> UInt64 {
+            generation += 1
+            return generation
+        }
+
+        var isReading: Bool { !readers.isEmpty }
+
+        mutating func table(_ index: Int) -> Int {
+            while entries.count <= index { entries.append([:]) }
+            return index
+        }
+
+        /// Records that the row changed: the entry takes `snapshot` (nil: changed, values
+        /// unknown), and stays for the readers even without references.
+        mutating func change(_ id: ManagedObjectID, to snapshot: RowSnapshot?) {
+            guard let key = id.primaryKey else { return }
+            let index = id.entity.modelIndex
+            let generation = next()
+            if entries.indices.contains(index), entries[index][Key(key)] != nil {
+                entries[index][Key(key)]!.snapshot = snapshot
+                entries[index][Key(key)]!.generation = generation
+                if isReading { entries[index][Key(key)]!.changedWhileReading = true }
+            } else if isReading {
+                entries[table(index)][Key(key)] = Entry(snapshot: snapshot, references: 0, changedWhileReading: true,
+                                                        generation: generation)
+                kept.insert(KeptEntry(entity: index, key: Key(key)))
             }
         }
     }
 
-    /// Adds references for objects that now hold these snapshots; a newer version replaces
-    /// the cached one.
+    /// A fetch whose faults keep their rows to themselves: while it lives, the cache keeps
+    /// the rows that change. Its ``generation`` tells a fault's row from newer ones.
+    final class Reader: Sendable {
+        let generation: UInt64
+        private let cache: RowCache
+
+        fileprivate init(cache: RowCache, generation: UInt64) {
+            self.cache = cache
+            self.generation = generation
+        }
+
+        deinit { cache.endReading(generation) }
+    }
+
+    private let state = Locked(State())
+
+    /// Starts a reader; take it before the fetch's query is sent, so that every change the
+    /// query's snapshot may miss comes after its generation.
+    func beginReading() -> Reader {
+        state.withLock { state in
+            let generation = state.next()
+            state.readers.append(generation)
+            return Reader(cache: self, generation: generation)
+        }
+    }
+
+    private func endReading(_ generation: UInt64) {
+        state.withLock { state in
+            if let position = state.readers.firstIndex(of: generation) { state.readers.remove(at: position) }
+            let oldest = state.readers.first ?? .max
+            state.kept = state.kept.filter { kept in
+                guard let entry = state.entries[kept.entity][kept.key], entry.references == 0 else { return false }
+                if entry.generation > oldest { return true }
+                state.entries[kept.entity][kept.key] = nil
+                return false
+            }
+        }
+    }
+
+    func snapshot(for id: ManagedObjectID) -> RowSnapshot? {
+        guard let key = id.primaryKey else { return nil }
+        let index = id.entity.modelIndex
+        return state.withLock { $0.entries.indices.contains(index) ? $0.entries[index][Key(key)]?.snapshot : nil }
+    }
+
+    /// What fills a fault that kept its row (`pending`, fetched by a reader): a row the cache
+    /// got since the reader began (`.newer`), nothing when the row changed without its values
+    /// being known (`.changed`: load it), else the fault's own row.
+    enum FaultRow {
+        case own, newer(RowSnapshot), changed
+    }
+
+    func row(for id: ManagedObjectID, pending: RowSnapshot) -> FaultRow {
+        rows(for: CollectionOfOne((id, pending)))[0]
+    }
+
+    /// ``row(for:pending:)`` for many faults, in one lock.
+    func rows(for faults: some Collection<(ManagedObjectID, RowSnapshot)>) -> [FaultRow] {
+        state.withLock { state in
+            faults.map { id, pending in
+                guard let key = id.primaryKey, let generation = pending.readerGeneration,
+                      state.entries.indices.contains(id.entity.modelIndex),
+                      let entry = state.entries[id.entity.modelIndex][Key(key)],
+                      entry.generation > generation else { return .own }
+                return entry.snapshot.map { .newer($0) } ?? .changed
+            }
+        }
+    }
+
+    /// The cached snapshots of `ids` (nil where there is none), in one lock.
+    func snapshots(for ids: [ManagedObjectID]) -> [RowSnapshot?] {
+        state.withLock { state in
+            ids.map { id in
+                guard let key = id.primaryKey, state.entries.indices.contains(id.entity.modelIndex) else { return nil }
+                return state.entries[id.entity.modelIndex][Key(key)]?.snapshot
+            }
+        }
+    }
+
+    /// Adds references for objects that now hold these snapshots (fetched rows); a different
+    /// version replaces the cached one (the row changed since it was cached).
     func retain(_ pairs: some Sequence<(ManagedObjectID, RowSnapshot)>) {
-        entries.withLock { entries in
+        state.withLock { state in
             var reserved = -1
+            let reading = state.isReading
             for (id, snapshot) in pairs {
                 guard let key = id.primaryKey else { continue }
                 let index = id.entity.modelIndex
                 if index != reserved {
-                    while entries.count <= index { entries.append([:]) }
-                    entries[index].reserve(pairs.underestimatedCount)
+                    state.entries[state.table(index)].reserve(pairs.underestimatedCount)
                     reserved = index
                 }
                 // One hash lookup per row: the entry is modified in place.
-                entries[index][Key(key), default: Entry(snapshot: snapshot, references: 0)].retain(snapshot)
+                if state.entries[index][Key(key), default: Entry(snapshot: nil, references: 0, generation: 0)]
+                    .retain(snapshot, generation: state.generation + 1, reading: reading) {
+                    state.generation += 1
+                }
             }
         }
     }
 
     /// Makes room for `additional` more rows of `entity` (a large fetch about to arrive).
     func reserve(_ additional: Int, for entity: EntityDescription) {
-        entries.withLock { entries in
-            while entries.count <= entity.modelIndex { entries.append([:]) }
-            entries[entity.modelIndex].reserve(additional)
+        state.withLock { state in
+            state.entries[state.table(entity.modelIndex)].reserve(additional)
         }
     }
 
-    /// Replaces cached snapshots after a save, without adding references.
+    /// Rows a save wrote (or found written): their snapshots replace the cached ones,
+    /// without adding references.
     func update(_ pairs: some Sequence<(ManagedObjectID, RowSnapshot)>) {
-        entries.withLock { entries in
-            for (id, snapshot) in pairs {
-                guard let key = id.primaryKey, entries.indices.contains(id.entity.modelIndex) else { continue }
-                entries[id.entity.modelIndex][Key(key)]?.snapshot = snapshot
-            }
-        }
-    }
-
-    /// Replaces an encoded snapshot by the same row decoded (a fault fired); a newer version
-    /// cached meanwhile stays.
-    func replaceEncoded(_ id: ManagedObjectID, with decoded: RowSnapshot) {
-        guard let key = id.primaryKey else { return }
-        entries.withLock { entries in
-            guard entries.indices.contains(id.entity.modelIndex),
-                  let cached = entries[id.entity.modelIndex][Key(key)]?.snapshot,
-                  cached.isEncoded, cached.version == decoded.version else { return }
-            entries[id.entity.modelIndex][Key(key)]!.snapshot = decoded
+        state.withLock { state in
+            for (id, snapshot) in pairs { state.change(id, to: snapshot) }
         }
     }
 
     func release(_ ids: some Sequence<ManagedObjectID>) {
-        entries.withLock { entries in
+        state.withLock { state in
+            let oldest = state.readers.first ?? .max
             for id in ids {
-                guard let key = id.primaryKey, entries.indices.contains(id.entity.modelIndex) else { continue }
+                guard let key = id.primaryKey, state.entries.indices.contains(id.entity.modelIndex) else { continue }
                 let index = id.entity.modelIndex
-                guard let references = entries[index][Key(key)]?.references else { continue }
-                if references <= 1 {
-                    entries[index][Key(key)] = nil
+                guard let entry = state.entries[index][Key(key)] else { continue }
+                if entry.references > 1 {
+                    state.entries[index][Key(key)]!.references -= 1
+                } else if entry.changedWhileReading && entry.generation > oldest {
+                    state.entries[index][Key(key)]!.references = 0
+                    state.kept.insert(KeptEntry(entity: index, key: Key(key)))
                 } else {
-                    entries[index][Key(key)]!.references = references - 1
+                    state.entries[index][Key(key)] = nil
                 }
             }
         }
     }
 
-    /// Forgets rows that were deleted.
+    /// Rows that changed with values the cache does not have (deleted, or changed by a batch
+    /// request or another process): their entries no longer give a snapshot, and the next
+    /// reader loads them from the database.
     func remove(_ ids: some Sequence<ManagedObjectID>) {
-        entries.withLock { entries in
+        state.withLock { state in
             for id in ids {
-                guard let key = id.primaryKey, entries.indices.contains(id.entity.modelIndex) else { continue }
-                entries[id.entity.modelIndex][Key(key)] = nil
+                guard let key = id.primaryKey else { continue }
+                let index = id.entity.modelIndex
+                if !state.isReading, state.entries.indices.contains(index),
+                   state.entries[index][Key(key)]?.references == 0 {
+                    state.entries[index][Key(key)] = nil
+                } else {
+                    // References stay counted: the objects holding them give them back later.
+                    state.change(id, to: nil)
+                }
             }
         }
     }
 
-    var count: Int { entries.withLock { $0.reduce(0) { $0 + $1.count } } }
+    var count: Int { state.withLock { $0.entries.reduce(0) { $0 + $1.count } } }
 }
 
 extension Dictionary {

@@ -3,10 +3,10 @@
 /// row cache, every context holding the row, and the objects filled from it, so a fetched
 /// row costs one allocation.
 ///
-/// A row fetched for a fault may stay *encoded*: libpq's binary bytes in the result it came
-/// in (``EncodedRows``), decoded when the fault fires — a fetch of a million faults then
-/// decodes only keys and versions, as Core Data's row cache keeps SQLite's rows until asked.
-/// Objects always hold decoded snapshots (``decoded()``).
+/// A row fetched for a fault of an asynchronous fetch stays *encoded*: libpq's binary bytes
+/// in the result it came in (``EncodedRows``), decoded when the fault fires — a fetch of a
+/// million faults then decodes only keys and versions, as Core Data's row cache keeps
+/// SQLite's rows until asked. Objects always hold decoded snapshots (``decoded()``).
 struct RowSnapshot: Sendable {
     // Two plain references rather than an enum of the two forms: snapshots are copied by
     // the million, and the enum's copies ran through outlined switch code in profiles (the
@@ -40,6 +40,9 @@ struct RowSnapshot: Sendable {
     }
 
     var isEncoded: Bool { encodedRows != nil }
+
+    /// For a row kept encoded, the generation of the fetch it came in (``RowCache/Reader``).
+    var readerGeneration: UInt64? { encodedRows?.reader.generation }
 
     /// The same row with its values decoded.
     func decoded() -> RowSnapshot {

@@ -65,20 +65,11 @@ struct SnapshotDecoder: Sendable {
         fast && steps.allSatisfy { if case .general = $0 { false } else { true } }
     }
 
-    /// Every row of `result`, each with its key. With `encoded` (for faults), rows stay in
-    /// the result, decoded when a fault fires, whenever that cannot fail.
-    static func snapshots(of result: QueryResult, entity: EntityDescription, encoded: Bool = false) throws -> [(Int64, RowSnapshot)] {
+    /// Every row of `result`, each with its key.
+    static func snapshots(of result: QueryResult, entity: EntityDescription) throws -> [(Int64, RowSnapshot)] {
         let decoder = SnapshotDecoder(entity: entity, result: result)
         var rows: [(Int64, RowSnapshot)] = []
         rows.reserveCapacity(result.count)
-        if encoded && decoder.decodesWithoutFailure {
-            let encodedRows = EncodedRows(result, decoder: decoder)
-            for (index, row) in result.enumerated() {
-                let (key, version) = try decoder.identity(of: row)
-                rows.append((key, RowSnapshot(row: index, of: encodedRows, version: version)))
-            }
-            return rows
-        }
         for row in result { rows.append(try decoder.decode(row)) }
         return rows
     }
@@ -91,7 +82,7 @@ struct SnapshotDecoder: Sendable {
 
     /// The row's key and version.
     @inline(__always)
-    private func identity(of row: Row) throws -> (Int64, UInt32) {
+    func identity(of row: Row) throws -> (Int64, UInt32) {
         (try row.decode(Int64.self, at: 0), try row.decode(TransactionID.self, at: 1).rawValue)
     }
 
