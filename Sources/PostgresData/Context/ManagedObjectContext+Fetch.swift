@@ -103,7 +103,6 @@ extension ManagedObjectContext {
                                                         excluding: pending.excludedKeys)
             // Decoding (on the store side) and registering (here) overlap, batch by batch.
             var registered: [ManagedObject] = []
-            let deferred = DeferredRegistration()
             let access = makeStoreAccess()
             let cachesRows = request.returnsObjectsAsFaults && !readsFromReplica
             try BlockingBridge.stream({ channel in
@@ -112,11 +111,16 @@ extension ManagedObjectContext {
                                                           batchSize: Self.fetchStreamBatchSize, cachesRows: cachesRows,
                                                           into: channel)
                 }
-            }, consume: { rows in
-                registered.append(contentsOf: register(rows, entity: entity, asFaults: request.returnsObjectsAsFaults,
-                                                       sharesRows: request.returnsObjectsAsFaults, deferred: deferred))
+            }, consume: { batch in
+                if registered.isEmpty {
+                    // Sized once for the whole result: growing a map of a million objects batch
+                    // by batch would rehash it about eight times.
+                    registered.reserveCapacity(batch.total)
+                    self.registered.reserve(batch.total)
+                }
+                registered.append(contentsOf: register(batch.rows, entity: entity, asFaults: request.returnsObjectsAsFaults,
+                                                       sharesRows: request.returnsObjectsAsFaults))
             })
-            finishRegistration(deferred, results: &registered)
             objects = registered
         }
         objects = try merging(pending, into: objects, for: request)

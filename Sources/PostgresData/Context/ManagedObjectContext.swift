@@ -615,12 +615,8 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     /// filled here hold their rows themselves and the row cache is not touched.
     /// Rows `fromReplica` never enter the row cache (they may be older than its rows): their
     /// objects hold them.
-    ///
-    /// With `deferred`, new objects are collected there instead of entering the identity map
-    /// one by one; ``finishRegistration(_:results:)`` then inserts them all into a map sized
-    /// once (growing a map of a million objects batch by batch rehashes it ~8 times).
     func register(_ rows: [(Int64, RowSnapshot)], entity: EntityDescription, asFaults requestedFaults: Bool = false,
-                  sharesRows: Bool = true, fromReplica: Bool? = nil, deferred: DeferredRegistration? = nil) -> [ManagedObject] {
+                  sharesRows: Bool = true, fromReplica: Bool? = nil) -> [ManagedObject] {
         let fromReplica = fromReplica ?? readsFromReplica
         let asFaults = requestedFaults && !fromReplica
         let shares = (sharesRows || asFaults) && !fromReplica
@@ -637,8 +633,8 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
         // looking up first and inserting would take two. The first row whose object exists
         // puts that one back (the new one is dropped), and the rest of the batch looks up
         // first: a refetch of registered objects allocates nothing.
-        var speculative = deferred == nil
-        if deferred == nil { registered.reserve(rows.count) }
+        var speculative = true
+        registered.reserve(rows.count)
         var refreshed: [(ManagedObjectID, RowSnapshot)] = []
         for (key, row) in rows {
             let id = ManagedObjectID(entity: entity, primaryKey: key)
@@ -689,11 +685,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
                 object.holdsCacheReference = true
                 cached.append((id, snapshot))
             }
-            if let deferred {
-                deferred.objects.append(object)
-            } else {
-                registered[id] = object
-            }
+            registered[id] = object
             objects.append(object)
         }
         let cache = persistentStoreCoordinator.rowCache
@@ -754,36 +746,6 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
         return objects
     }
 
-    /// Puts the objects `register` deferred into the identity map, sized once for all of them.
-    /// An object whose key another one took first (a row met twice) is replaced by that one
-    /// in `results`.
-    func finishRegistration(_ deferred: DeferredRegistration, results: inout [ManagedObject]) {
-        guard !deferred.objects.isEmpty else { return }
-        var registered = self.registered
-        self.registered = [:]
-        defer { self.registered = registered }
-        registered.reserveCapacity(registered.count + deferred.objects.count)
-        var replaced: [ObjectIdentifier: ManagedObject] = [:]
-        for object in deferred.objects {
-            guard let first = registered.updateValue(object, forKey: object.objectID) else { continue }
-            registered[object.objectID] = first
-            replaced[ObjectIdentifier(object)] = first
-        }
-        deferred.objects = []
-        guard !replaced.isEmpty else { return }
-        var released: [ManagedObjectID] = []
-        for (index, object) in results.enumerated() {
-            guard let first = replaced[ObjectIdentifier(object)] else { continue }
-            results[index] = first
-            if object.holdsCacheReference {
-                object.holdsCacheReference = false
-                released.append(object.objectID)
-            }
-            object.managedObjectContext = nil
-        }
-        if !released.isEmpty { persistentStoreCoordinator.rowCache.release(released) }
-    }
-
     /// A new object of this context for a fetched row: a fault, or holding the row's values.
     @inline(__always)
     private func makeRegisteredObject(_ id: ManagedObjectID, entity: EntityDescription, snapshot: RowSnapshot,
@@ -798,11 +760,6 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
         }
         return object
     }
-}
-
-/// New objects of a fetch waiting to enter the identity map; touched on the context's queue only.
-final class DeferredRegistration {
-    var objects: [ManagedObject] = []
 }
 
 /// Changes since the last objects-did-change notification.

@@ -9,6 +9,13 @@ enum SaveOutcome: Sendable {
     case conflicts([(ManagedObjectID, RowSnapshot?)])
 }
 
+/// Rows of one result decoded by ``PersistentStoreCoordinator/streamSnapshots(sql:bindings:entity:batchSize:cachesRows:into:)``,
+/// with the size of the whole result.
+struct SnapshotBatch: Sendable {
+    var rows: [(Int64, RowSnapshot)]
+    var total: Int
+}
+
 /// A save's rows changed underneath; thrown inside the transaction to roll it back.
 private struct ConflictsFound: Error {
     var conflicts: [(ManagedObjectID, RowSnapshot?)]
@@ -76,9 +83,10 @@ extension PersistentStoreCoordinator {
     /// hold belong in an asynchronous fetch or a batch walk (a cursor).
     ///
     /// With `cachesRows` (a fetch of faults), the row cache is first sized for the result:
-    /// growing it batch by batch would move a million entries about twice each.
+    /// growing it batch by batch would move a million entries about twice each. Each batch
+    /// carries the result's size, for the context to size its identity map the same way.
     func streamSnapshots(sql: String, bindings: PostgresBindings, entity: EntityDescription, batchSize: Int,
-                         cachesRows: Bool, into channel: BatchChannel<[(Int64, RowSnapshot)]>) async throws {
+                         cachesRows: Bool, into channel: BatchChannel<SnapshotBatch>) async throws {
         try await withReadConnection { connection in
             let result = try await connection.query(sql, bindings: bindings)
             if cachesRows && result.count > batchSize { rowCache.reserve(result.count, for: entity) }
@@ -89,7 +97,7 @@ extension PersistentStoreCoordinator {
                 var rows: [(Int64, RowSnapshot)] = []
                 rows.reserveCapacity(end - start)
                 for index in start..<end { rows.append(try decoder.decode(result[index])) }
-                channel.send(rows)
+                channel.send(SnapshotBatch(rows: rows, total: result.count))
                 start = end
             }
         }
