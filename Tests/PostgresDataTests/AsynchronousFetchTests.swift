@@ -59,9 +59,9 @@ import Testing
         #expect(result.operationError == nil && result.estimatedResultCount == nil)
     }
 
-    /// Faults of an asynchronous fetch wait in the row cache with their rows undecoded until
-    /// they fire: every kind of value (NULLs, a to-one relationship) then reads as a fetch
-    /// with values reads it, and a save by another context in between is what the fault shows.
+    /// Faults of an asynchronous fetch keep their rows undecoded until they fire: every kind
+    /// of value (NULLs, a to-one relationship) then reads as a fetch with values reads it,
+    /// and a save by another context in between (gone by then) is what the fault shows.
     @Test func faultsFireWithTheirRowsAndWithSavesMadeSince() async throws {
         let container = try await makeContainer()
         try await seed(container, count: 25_000)
@@ -118,6 +118,27 @@ import Testing
         try await fetched.wait()
         let profile = await context.perform { fetched.finalResult?.first.map { "\($0.price) \($0.homepage?.absoluteString ?? "")" } }
         #expect(profile == "12.34 https://example.com/a")
+    }
+
+    /// A change known only by its ID (another process's, merged from history; a batch
+    /// request's) while the faults wait: the changed row's fault loads it from the database,
+    /// the others fire with the rows they kept.
+    @Test func faultsLoadRowsChangedByOthersSinceTheirFetch() async throws {
+        let container = try await makeContainer()
+        try await seed(container, count: 30)
+        let context = container.newBackgroundContext()
+        let request = AsynchronousFetchRequest(fetchRequest: sortedByCreation())
+        let result = try await context.perform { () throws in try context.execute(request) }
+        try await result.wait()
+        let ids = try #require(await context.perform { result.finalResult?.map(\.objectID) })
+        try await container.rawExecute("UPDATE item SET name = 'Changed ' || name, weight = weight + 1")
+
+        let bystander = container.newBackgroundContext()
+        ManagedObjectContext.mergeChanges(fromRemoteContextSave: [.updated: [ids[3]]], into: [bystander])
+        let fired = await context.perform { result.finalResult?.map { "\($0.name) \($0.weight)" } ?? [] }
+        #expect(fired.count == 30)
+        #expect(fired[3] == "Changed Item 4 5")
+        #expect(fired[2] == "Item 3 3" && fired[4] == "Item 5 5")
     }
 
     @Test func totalsCanBeEstimatedOrCountedFirst() async throws {
