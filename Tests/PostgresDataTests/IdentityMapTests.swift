@@ -20,4 +20,58 @@ import Testing
             #expect(Set(context.registeredObjects.map { $0.objectID.primaryKey }) == [1, 2, 3])
         }
     }
+
+    /// Objects hold their context unretained: every way out of its identity map, and the
+    /// context's end, must leave them with no context (a missed one would point at freed
+    /// memory).
+    @Test func objectsThatLeaveTheirContextNoLongerReferToIt() async throws {
+        let container = try await makeContainer()
+        try await container.performBackgroundTask { context in
+            for index in 1...6 { Item(context: context).name = "Item \(index)" }
+            try context.save()
+        }
+        let kept = KeptObjects()
+        do {
+            let context = container.newBackgroundContext()
+            let asynchronous = AsynchronousFetchRequest(fetchRequest: FetchRequest<Item>())
+            let result = try await context.perform { () throws in try context.execute(asynchronous) }
+            try await result.wait()
+            try await context.perform { () throws in
+                let faults = result.finalResult ?? []
+                #expect(faults.count == 6 && faults.allSatisfy { $0.isFault && $0.managedObjectContext === context })
+                var request = FetchRequest<Item>(sortDescriptors: [FetchSortDescriptor(key: "name")])
+                request.returnsObjectsAsFaults = false
+                let items = try context.fetch(request)
+                let deleted = items[0]
+                context.delete(deleted)
+                try context.save()
+                #expect(deleted.managedObjectContext == nil)
+
+                let inserted = Item(context: context)
+                inserted.name = "Unsaved"
+                context.rollback()
+                #expect(inserted.managedObjectContext == nil)
+
+                context.reset()
+                #expect(items.allSatisfy { $0.managedObjectContext == nil })
+                kept.objects += items + [deleted, inserted]
+
+                let refetched = try context.fetch(request)
+                let pending = Item(context: context)
+                pending.name = "Pending"
+                kept.objects += refetched + [pending] + faults
+                #expect(refetched.allSatisfy { $0.managedObjectContext === context })
+            }
+        }
+        // The context is gone: its objects outlive it without it.
+        let orphans = kept.objects
+        #expect(orphans.count == 20)
+        #expect(orphans.allSatisfy { $0.managedObjectContext == nil })
+    }
+}
+
+
+/// Objects carried out of a context's queue by a test, read only after the context is gone.
+private final class KeptObjects: @unchecked Sendable {
+    var objects: [ManagedObject] = []
 }
