@@ -54,9 +54,10 @@ public struct FetchRequest<Result>: Sendable {
     public var relationshipKeyPathsForPrefetching: [String] = []
     /// When true (the default, as in Core Data) fetched objects are faults whose rows wait in
     /// the coordinator's row cache, so the first access costs no query, and other contexts
-    /// faulting the same rows read them there too. Asynchronous fetches and batch walks keep
-    /// those rows as libpq received them (binary) and decode each when its fault fires, so a
-    /// million faults cost no value decoding until used. When false the objects hold their values
+    /// faulting the same rows read them there too. Asynchronous fetches and batch walks give
+    /// each fault its row as libpq received it (binary), decoded when the fault fires, so a
+    /// million faults cost no value decoding and no row-cache entries until used; a row saved
+    /// or merged since through the coordinator still reaches its fault. When false the objects hold their values
     /// at once and keep their rows to themselves (no row-cache entry per row: the cheaper way
     /// to fetch many objects you will read anyway); other contexts read those rows from the
     /// database.
