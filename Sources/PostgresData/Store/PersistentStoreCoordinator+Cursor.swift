@@ -44,13 +44,13 @@ extension PersistentStoreCoordinator {
                 var delivering: Task<Void, any Error>?
                 do {
                     for try await result in connection.stream(sql, bindings: bindings, mode: .cursor(batchSize: batchSize)) {
-                        let batch = try decode(result)
                         try Task.checkCancellation()
                         try await delivering?.value
                         if overlapping {
-                            delivering = Task { try await deliver(batch) }
+                            // Decoded with the delivery, while the server runs the next FETCH.
+                            delivering = Task { try await deliver(try decode(result)) }
                         } else {
-                            try await deliver(batch)
+                            try await deliver(try decode(result))
                         }
                     }
                     try await delivering?.value
