@@ -17,9 +17,9 @@ public enum ResultCountEstimate: Sendable, Hashable {
 extension PersistentStoreCoordinator {
     /// Runs `sql` through a server-side cursor (`DECLARE … NO SCROLL CURSOR`, then
     /// `FETCH FORWARD batchSize`) in a read-only, repeatable-read transaction on a pooled
-    /// connection of its own. Each batch is decoded here, off the context, and handed to
-    /// `deliver`; the next `FETCH` is sent when `deliver` returns, or, with `overlapping`,
-    /// while the previous batch is still being delivered (at most two batches in memory).
+    /// connection of its own. Each batch is decoded off the context and handed to `deliver`;
+    /// the next `FETCH` is sent when `deliver` returns, or, with `overlapping`, while the
+    /// previous batch is still being decoded and delivered (at most two batches in memory).
     ///
     /// Cancelling the calling task sends `PQcancel` for the statement in flight; the
     /// transaction is rolled back and the connection returns to the pool healthy.
