@@ -33,6 +33,7 @@ import Testing
         let kept = KeptObjects()
         do {
             let context = container.newBackgroundContext()
+            kept.context = context
             let asynchronous = AsynchronousFetchRequest(fetchRequest: FetchRequest<Item>())
             let result = try await context.perform { () throws in try context.execute(asynchronous) }
             try await result.wait()
@@ -63,7 +64,10 @@ import Testing
                 #expect(refetched.allSatisfy { $0.managedObjectContext === context })
             }
         }
-        // The context is gone: its objects outlive it without it.
+        // Blocks and tasks of the context may still release it on their threads: wait for
+        // its end, then its objects outlive it without it.
+        for _ in 0..<500 where kept.context != nil { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(kept.context == nil)
         let orphans = kept.objects
         #expect(orphans.count == 20)
         #expect(orphans.allSatisfy { $0.managedObjectContext == nil })
@@ -74,4 +78,5 @@ import Testing
 /// Objects carried out of a context's queue by a test, read only after the context is gone.
 private final class KeptObjects: @unchecked Sendable {
     var objects: [ManagedObject] = []
+    weak var context: ManagedObjectContext?
 }

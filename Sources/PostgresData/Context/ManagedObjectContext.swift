@@ -707,15 +707,19 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
         defer { self.registered = registered }
         registered.reserve(rows.count)
         var released: [ManagedObjectID] = []
+        @inline(__always) func makeFault(_ id: ManagedObjectID, row index: Int) -> ManagedObject {
+            let object = ManagedObject.makeFault(of: entity)
+            object.objectID = id
+            object.contextStorage = self
+            object.pendingRow = rows.snapshot(at: index)
+            return object
+        }
         // As in `register`: blind insertion while the rows are new.
         var speculative = true
         for (index, key) in rows.keys.enumerated() {
             let id = ManagedObjectID(entity: entity, primaryKey: key)
             if speculative {
-                let object = ManagedObject.makeFault(of: entity)
-                object.objectID = id
-                object.contextStorage = self
-                object.pendingRow = rows.snapshot(at: index)
+                let object = makeFault(id, row: index)
                 guard let existing = registered.updateValue(object, forKey: id) else {
                     objects.append(object)
                     continue
@@ -725,10 +729,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
                 speculative = false
             }
             guard let object = registered[id] else {
-                let object = ManagedObject.makeFault(of: entity)
-                object.objectID = id
-                object.contextStorage = self
-                object.pendingRow = rows.snapshot(at: index)
+                let object = makeFault(id, row: index)
                 registered[id] = object
                 objects.append(object)
                 continue
