@@ -317,9 +317,13 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     /// Core Data equivalent: `existingObject(with:)`.
     public func existingObject(with objectID: ManagedObjectID) throws -> ManagedObject {
         assertOnQueue()
-        if let object = registered[objectID], !object.isFault || fillFromPendingRow(object) { return object }
+        if let object = registered[objectID], !object.isFault { return object }
         if objectID.isTemporaryID && parent == nil { throw PostgresDataError.objectNotFound(objectID) }
         let object = self.object(with: objectID)
+        if let row = rowWithoutQuery(for: object) {
+            fill(object, snapshot: row)
+            return object
+        }
         guard let snapshot = try loadValues(for: objectID) else {
             if object.isFault { unregister([object]) }
             throw PostgresDataError.objectNotFound(objectID)
@@ -523,12 +527,10 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
                 }
                 if !object.isFaultStorage { return }
             }
-            if object.holdsCacheReference, let snapshot = persistentStoreCoordinator.rowCache.snapshot(for: object.objectID) {
-                // A fault a fetch returned: its row waits in the row cache.
-                fill(object, snapshot: snapshot)
+            if let row = rowWithoutQuery(for: object) {
+                fill(object, snapshot: row)
                 return
             }
-            if fillFromPendingRow(object) { return }
             let loaded: RowSnapshot?
             do {
                 loaded = try loadValues(for: object.objectID)
@@ -545,21 +547,24 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
         }
     }
 
-    /// Fills a fault of an asynchronous fetch with the row it kept, or with the row the
-    /// coordinator saw since; false when neither is known (the row changed or went: load it).
-    func fillFromPendingRow(_ object: ManagedObject) -> Bool {
-        guard let pending = object.pendingRow else { return false }
-        switch persistentStoreCoordinator.rowCache.row(for: object.objectID, pending: pending) {
-        case .own: fill(object, snapshot: pending)
-        case .newer(let snapshot): fill(object, snapshot: snapshot)
-        case .changed: return false
+    /// The row a fault a fetch returned fills with, without a query: the one it kept (a fault
+    /// of an asynchronous fetch) unless the coordinator saw a newer one, or the row cache's;
+    /// nil when the row changed without its values being known, or was never fetched.
+    func rowWithoutQuery(for fault: ManagedObject) -> RowSnapshot? {
+        let cache = persistentStoreCoordinator.rowCache
+        if !fault.holdsCacheReference, let pending = fault.pendingRow {
+            switch cache.row(for: fault.objectID, pending: pending) {
+            case .own: return pending
+            case .newer(let snapshot): return snapshot
+            case .changed: return nil
+            }
         }
-        return true
+        return fault.holdsCacheReference ? cache.snapshot(for: fault.objectID) : nil
     }
 
-    /// The rows that fill `faults` without a query: from the row cache, or the rows faults of
-    /// asynchronous fetches kept (unless the coordinator saw newer ones); nil where the
-    /// database must be asked.
+    /// The rows that fill `faults` without a query, in one lock per kind: as
+    /// ``rowWithoutQuery(for:)``, except that any context's cached row serves a fault that
+    /// kept none; nil where the database must be asked.
     func rowsWithoutQuery(for faults: [ManagedObject]) -> [RowSnapshot?] {
         let cache = persistentStoreCoordinator.rowCache
         var rows = cache.snapshots(for: faults.map(\.objectID))

@@ -66,7 +66,7 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     }
 
     /// The row a fault of an asynchronous fetch was fetched with, still encoded; it fills the
-    /// fault unless the coordinator saw a newer one since (``RowCache/snapshot(for:newerThan:)``).
+    /// fault unless the coordinator saw a newer one since (``RowCache/row(for:pending:)``).
     var pendingRow: RowSnapshot? {
         get { isFaultStorage ? rowStorage : nil }
         set { rowStorage = newValue }

@@ -14,7 +14,7 @@ import PostgresClient
 /// remembers what changed while their fetch lives (a ``Reader``): a row saved, merged or
 /// found changed since the fetch began is kept, even when no context holds it any more, so
 /// that such a fault fires with the newer row, as it would from the cache
-/// (``snapshot(for:newerThan:)``).
+/// (``row(for:pending:)``).
 final class RowCache: Sendable {
     private struct Entry {
         /// Nil once the row is known to have changed without its new values (a remote or
