@@ -1,5 +1,6 @@
 import Foundation
 @testable import PostgresData
+import PostgresDataTesting
 import Testing
 
 /// Registering fetched rows keeps one object per ID, however the rows arrive.
@@ -19,6 +20,57 @@ import Testing
             #expect(context.registeredObjects.count == 3)
             #expect(Set(context.registeredObjects.map { $0.objectID.primaryKey }) == [1, 2, 3])
         }
+    }
+
+    /// The map against a dictionary, through a seeded run of insertions, lookups and removals
+    /// over two entities, permanent and temporary IDs, and keys in runs and scattered: every
+    /// object stays reachable by its ID after removals shift their neighbours back, and the
+    /// map holds each object exactly while it is registered.
+    @Test func theIdentityMapAgreesWithADictionary() throws {
+        let entities = try ["Item", "Team"].map { try #require(testModel.entitiesByName[$0]) }
+        var random = SplitMix64(seed: 0x1D_3A9)
+        let map = IdentityMap()
+        var model: [ManagedObjectID: ManagedObject] = [:]
+        var released = 0
+        func object(_ id: ManagedObjectID) -> ManagedObject {
+            let object = ManagedObject.makeFault(of: id.entity)
+            object.objectID = id
+            return object
+        }
+        for step in 0..<60_000 {
+            let entity = entities[random.next(below: 2)]
+            let key = Int64(random.next(below: 4) == 0 ? random.next(below: 1 << 40) : random.next(below: 3_000))
+            let id = random.next(below: 10) == 0 ? ManagedObjectID.temporary(for: entity) : ManagedObjectID(entity: entity, primaryKey: key)
+            switch random.next(below: 3) {
+            case 0:
+                let (registered, isNew) = map.object(for: id) { object(id) }
+                #expect(isNew == (model[id] == nil))
+                if let existing = model[id] { #expect(registered === existing) }
+                model[id] = registered
+            case 1:
+                let removed = map.remove(id)
+                #expect(removed === model.removeValue(forKey: id))
+                if removed != nil { released += 1 }
+            default:
+                #expect(map[id] === model[id])
+            }
+            if step % 5_000 == 0 || step == 59_999 {
+                #expect(map.count == model.count)
+                for (id, object) in model { #expect(map[id] === object) }
+                #expect(Set(map.objects.map(ObjectIdentifier.init)) == Set(model.values.map(ObjectIdentifier.init)))
+            }
+        }
+        #expect(released > 1_000)
+        weak var last: ManagedObject?
+        do {
+            let id = ManagedObjectID(entity: entities[0], primaryKey: -1)
+            let only = object(id)
+            last = only
+            map.insert(only)
+        }
+        #expect(last != nil)
+        map.removeAll()
+        #expect(map.isEmpty && map.objects.isEmpty && last == nil)
     }
 
     /// Objects hold their context unretained: every way out of its identity map, and the

@@ -109,7 +109,7 @@ extension ManagedObjectContext {
     func unregister(_ objects: [ManagedObject]) {
         var released: [ManagedObjectID] = []
         for object in objects where !object.hasChanges && registered[object.objectID] === object {
-            registered[object.objectID] = nil
+            registered.remove(object.objectID)
             if object.holdsCacheReference {
                 object.holdsCacheReference = false
                 released.append(object.objectID)
@@ -210,7 +210,7 @@ struct CursorFetch<Result>: @unchecked Sendable {
         guard let estimate, seen + count < estimate else { return }
         let wanted = min(estimate, 16 * (seen + count))
         guard context.registered.capacity < context.registered.count + wanted - seen else { return }
-        context.registered.reserveCapacity(context.registered.count + wanted - seen)
+        context.registered.reserve(wanted - seen)
         if case .rows = batch, request.returnsObjectsAsFaults, !fromReplica {
             // Faults whose rows could not stay encoded share them through the row cache.
             context.persistentStoreCoordinator.rowCache.reserve(wanted - seen, for: entity)

@@ -140,7 +140,7 @@ extension ManagedObjectContext {
         pendingChanges.inserted += payload.insertedObjectIDs.filter { registered[$0] == nil }
         // To-many views of objects related to inserted or deleted ones are reloaded on demand.
         if !payload.insertedObjectIDs.isEmpty || !payload.deletedObjectIDs.isEmpty {
-            for object in registered.values where !object.relationshipSets.isEmpty && !object.hasChanges {
+            for object in registered.objects where !object.relationshipSets.isEmpty && !object.hasChanges {
                 object.relationshipSets = [:]
             }
         }

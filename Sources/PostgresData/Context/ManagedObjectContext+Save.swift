@@ -203,7 +203,7 @@ extension ManagedObjectContext {
         let key = ObjectIdentifier(object)
         updatedSet[key] = nil
         deletedSet[key] = nil
-        registered[object.objectID] = nil
+        registered.remove(object.objectID)
         if object.holdsCacheReference {
             persistentStoreCoordinator.rowCache.release(CollectionOfOne(object.objectID))
             object.holdsCacheReference = false
@@ -245,7 +245,7 @@ extension ManagedObjectContext {
         coordinator.rowCache.update(refreshed)
         coordinator.rowCache.remove(deleted.map(\.objectID))
         for object in deleted {
-            registered[object.objectID] = nil
+            registered.remove(object.objectID)
             object.managedObjectContext = nil
             object.holdsCacheReference = false
         }
@@ -265,7 +265,7 @@ extension ManagedObjectContext {
     /// its pending join-table changes (they were written).
     private func rebaseRelationshipSets() {
         var rebased: [(ManagedObject, Int, [ManagedObjectID])] = []
-        for object in registered.values where !object.relationshipSets.isEmpty {
+        for object in registered.objects where !object.relationshipSets.isEmpty {
             for index in object.relationshipSets.keys {
                 rebased.append((object, index, relatedIDs(of: object, at: index)))
             }
@@ -286,7 +286,7 @@ extension ManagedObjectContext {
             entity.properties.indices.contains { entity.properties[$0].relationship != nil && destinations.contains(entity.destination(of: $0)) }
         }
         if referenced {
-            for object in registered.values {
+            for object in registered.objects {
                 let entity = object.entity
                 guard entity.hasForeignKeys || !object.relationshipSets.isEmpty, !object.values.isEmpty else { continue }
                 for index in entity.columnIndices where entity.properties[index].relationship != nil {
@@ -302,10 +302,10 @@ extension ManagedObjectContext {
             }
         }
         for object in objects where object.allocatedKey != 0 {
-            registered.removeValue(forKey: object.objectID)
+            registered.remove(object.objectID)
             object.objectID = ManagedObjectID(entity: object.entity, primaryKey: object.allocatedKey)
             object.allocatedKey = 0
-            registered[object.objectID] = object
+            registered.insert(object)
         }
     }
 
@@ -360,7 +360,7 @@ extension ManagedObjectContext {
             object.changedProperties.removeAll()
         }
         for object in deletedObjects {
-            registered[object.objectID] = nil
+            registered.remove(object.objectID)
             object.managedObjectContext = nil
         }
         insertedSet = [:]

@@ -66,7 +66,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     private let settings = Locked(Settings())
 
     // Confined to `queue`.
-    var registered: [ManagedObjectID: ManagedObject] = [:]
+    let registered = IdentityMap()
     var insertedSet = OrderedDictionary<ObjectIdentifier, ManagedObject>()
     var updatedSet = OrderedDictionary<ObjectIdentifier, ManagedObject>()
     var deletedSet = OrderedDictionary<ObjectIdentifier, ManagedObject>()
@@ -163,15 +163,15 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     /// references are given back in one lock.
     private func unregisterAll() {
         var ids: [ManagedObjectID] = []
-        for (id, object) in registered {
+        registered.forEach { object in
             object.contextStorage = nil
             if object.isFaultStorage { object.pendingRow = nil }
             if object.holdsCacheReference {
-                ids.append(id)
+                ids.append(object.objectID)
                 object.holdsCacheReference = false
             }
         }
-        registered = [:]
+        registered.removeAll()
         if !ids.isEmpty { persistentStoreCoordinator.rowCache.release(ids) }
     }
 
@@ -287,7 +287,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     // MARK: Registered objects
 
     /// Every object registered in the context.
-    public var registeredObjects: Set<ManagedObject> { Set(registered.values) }
+    public var registeredObjects: Set<ManagedObject> { Set(registered.objects) }
 
     /// The object with `objectID` if it is registered in this context, else nil (no query).
     ///
@@ -307,7 +307,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
         let object = ManagedObject.makeFault(of: objectID.entity)
         object.objectID = objectID
         object.managedObjectContext = self
-        registered[objectID] = object
+        registered.insert(object)
         return object
     }
 
@@ -351,7 +351,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
         object.isFaultStorage = false
         object.managedObjectContext = self
         object.isInsertedStorage = true
-        registered[object.objectID] = object
+        registered.insert(object)
         insertedSet[key] = object
         pendingChanges.inserted.append(object.objectID)
     }
@@ -369,7 +369,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
         updatedSet[key] = nil
         if insertedSet.removeValue(forKey: key) != nil {
             applyDeleteRules(of: object)
-            registered[object.objectID] = nil
+            registered.remove(object.objectID)
             object.managedObjectContext = nil
             return
         }
@@ -424,7 +424,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     public func rollback() {
         assertOnQueue()
         for object in insertedSet.values {
-            registered[object.objectID] = nil
+            registered.remove(object.objectID)
             object.managedObjectContext = nil
             object.isInsertedStorage = false
             object.isDeletedStorage = true
@@ -433,8 +433,8 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
             object.isDeletedStorage = false
             revertToSnapshot(object)
         }
-        for object in registered.values where !object.relationshipSets.isEmpty {
-            object.relationshipSets = [:]
+        registered.forEach { object in
+            if !object.relationshipSets.isEmpty { object.relationshipSets = [:] }
         }
         insertedSet = [:]
         updatedSet = [:]
@@ -629,69 +629,38 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
         objects.reserveCapacity(rows.count)
         var cached: [(ManagedObjectID, RowSnapshot)] = []
         if shares { cached.reserveCapacity(rows.count) }
-        // The identity map is worked on as a local (moved out and back: no copy), which spares
-        // a dynamic exclusivity check per access.
-        var registered = self.registered
-        self.registered = [:]
-        defer { self.registered = registered }
-        // While rows are new, each row's object is inserted blindly: one hash probe, where
-        // looking up first and inserting would take two. The first row whose object exists
-        // puts that one back (the new one is dropped), and the rest of the batch looks up
-        // first: a refetch of registered objects allocates nothing.
-        var speculative = true
         registered.reserve(rows.count)
         var refreshed: [(ManagedObjectID, RowSnapshot)] = []
         for (key, row) in rows {
             let id = ManagedObjectID(entity: entity, primaryKey: key)
             // Objects are filled with decoded rows; faults leave theirs as they came.
             let snapshot = asFaults ? row : row.decoded()
-            let existing: ManagedObject?
-            if speculative {
-                let object = makeRegisteredObject(id, entity: entity, snapshot: snapshot, asFaults: asFaults)
-                existing = registered.updateValue(object, forKey: id)
-                if let existing {
-                    registered[id] = existing
-                    object.managedObjectContext = nil
-                    speculative = false
-                } else {
-                    if shares {
-                        object.holdsCacheReference = true
-                        cached.append((id, snapshot))
-                    }
-                    objects.append(object)
-                    continue
-                }
-            } else {
-                existing = registered[id]
+            let (object, isNew) = registered.object(for: id) {
+                makeRegisteredObject(id, entity: entity, snapshot: snapshot, asFaults: asFaults)
             }
-            if let object = existing {
-                if object.isFaultStorage && asFaults {
-                    object.pendingRow = nil
-                    if object.holdsCacheReference {
-                        refreshed.append((id, snapshot))
-                    } else {
-                        cached.append((id, snapshot))
-                        object.holdsCacheReference = true
-                    }
-                } else if object.isFaultStorage {
-                    object.values = snapshot.values
-                    object.snapshot = snapshot
-                    object.isFaultStorage = false
-                    if shares && !object.holdsCacheReference {
-                        cached.append((id, snapshot))
-                        object.holdsCacheReference = true
-                    }
-                }
-                objects.append(object)
-                continue
-            }
-            let object = makeRegisteredObject(id, entity: entity, snapshot: snapshot, asFaults: asFaults)
-            if shares {
-                object.holdsCacheReference = true
-                cached.append((id, snapshot))
-            }
-            registered[id] = object
             objects.append(object)
+            if isNew {
+                if shares {
+                    object.holdsCacheReference = true
+                    cached.append((id, snapshot))
+                }
+            } else if object.isFaultStorage && asFaults {
+                object.pendingRow = nil
+                if object.holdsCacheReference {
+                    refreshed.append((id, snapshot))
+                } else {
+                    cached.append((id, snapshot))
+                    object.holdsCacheReference = true
+                }
+            } else if object.isFaultStorage {
+                object.values = snapshot.values
+                object.snapshot = snapshot
+                object.isFaultStorage = false
+                if shares && !object.holdsCacheReference {
+                    cached.append((id, snapshot))
+                    object.holdsCacheReference = true
+                }
+            }
         }
         let cache = persistentStoreCoordinator.rowCache
         if !cached.isEmpty { cache.retain(cached) }
@@ -707,46 +676,25 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     func registerFaults(_ rows: EncodedRows, entity: EntityDescription) -> [ManagedObject] {
         var objects: [ManagedObject] = []
         objects.reserveCapacity(rows.count)
-        var registered = self.registered
-        self.registered = [:]
-        defer { self.registered = registered }
         registered.reserve(rows.count)
         var released: [ManagedObjectID] = []
-        @inline(__always) func makeFault(_ id: ManagedObjectID, row index: Int) -> ManagedObject {
-            let object = ManagedObject.makeFault(of: entity)
-            object.objectID = id
-            object.contextStorage = self
-            object.pendingRow = rows.snapshot(at: index)
-            return object
-        }
-        // As in `register`: blind insertion while the rows are new.
-        var speculative = true
         for (index, key) in rows.keys.enumerated() {
             let id = ManagedObjectID(entity: entity, primaryKey: key)
-            if speculative {
-                let object = makeFault(id, row: index)
-                guard let existing = registered.updateValue(object, forKey: id) else {
-                    objects.append(object)
-                    continue
-                }
-                registered[id] = existing
-                object.contextStorage = nil
-                speculative = false
+            let (object, isNew) = registered.object(for: id) {
+                let object = ManagedObject.makeFault(of: entity)
+                object.objectID = id
+                object.contextStorage = self
+                object.pendingRow = rows.snapshot(at: index)
+                return object
             }
-            guard let object = registered[id] else {
-                let object = makeFault(id, row: index)
-                registered[id] = object
-                objects.append(object)
-                continue
-            }
-            if object.isFaultStorage {
+            objects.append(object)
+            if !isNew && object.isFaultStorage {
                 if object.holdsCacheReference {
                     object.holdsCacheReference = false
                     released.append(id)
                 }
                 object.pendingRow = rows.snapshot(at: index)
             }
-            objects.append(object)
         }
         if !released.isEmpty { persistentStoreCoordinator.rowCache.release(released) }
         return objects

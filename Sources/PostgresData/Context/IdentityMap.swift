@@ -1,0 +1,188 @@
+/// A context's identity map: at most one object per ``ManagedObjectID``, found by its ID.
+///
+/// An open-addressing table (linear probing, at most three quarters full) of the objects
+/// themselves, each found through its own ``ManagedObject/objectID``: 8 bytes per slot, where
+/// a `[ManagedObjectID: ManagedObject]` takes 32 — 48 MB less for a context holding a
+/// million objects. The 3 low bits of a slot, free in an object reference (objects are at
+/// least 8-byte aligned), hold 3 bits of the ID's hash: a probe reads an object only when
+/// they match. Removal shifts the following entries back (no tombstones).
+///
+/// The map holds its objects strongly. An object's ID must not change while it is in the
+/// map: remove it, change the ID, insert it again. Confined to its context's queue.
+final class IdentityMap {
+    @exclusivity(unchecked) private var slots: UnsafeMutablePointer<UInt>?
+    /// Slot count − 1 (the slot count is a power of two), or −1 before the first insertion.
+    @exclusivity(unchecked) private var mask = -1
+    @exclusivity(unchecked) private(set) var count = 0
+    // Keys come from the database, not from callers; a per-map seed still keeps one map's
+    // clusters from being another's.
+    private let seed = Int.random(in: .min ... .max)
+
+    init() {}
+
+    deinit {
+        guard let slots else { return }
+        for index in 0...mask where slots[index] != 0 { Self.unmanaged(slots[index]).release() }
+        slots.deallocate()
+    }
+
+    var isEmpty: Bool { count == 0 }
+
+    /// How many objects fit before the table grows.
+    var capacity: Int { (mask + 1) / 4 * 3 }
+
+    /// The object registered with `id`, if any.
+    subscript(id: ManagedObjectID) -> ManagedObject? {
+        guard count > 0, let slots else { return nil }
+        let hash = id._rawHashValue(seed: seed)
+        let tag = Self.tag(hash)
+        var index = hash & mask
+        while true {
+            let slot = slots[index]
+            if slot == 0 { return nil }
+            if slot & 7 == tag {
+                let object = Self.unmanaged(slot).takeUnretainedValue()
+                if object.objectID == id { return object }
+            }
+            index = (index + 1) & mask
+        }
+    }
+
+    /// The object registered with `id`, or the one `make` returns (its ID must be `id`),
+    /// registered in one probe; `isNew` tells which.
+    @inline(__always)
+    func object(for id: ManagedObjectID, insertingIfAbsent make: () -> ManagedObject) -> (object: ManagedObject, isNew: Bool) {
+        if count >= capacity { grow(to: count + 1) }
+        let slots = slots.unsafelyUnwrapped
+        let hash = id._rawHashValue(seed: seed)
+        let tag = Self.tag(hash)
+        var index = hash & mask
+        while true {
+            let slot = slots[index]
+            if slot == 0 { break }
+            if slot & 7 == tag {
+                let object = Self.unmanaged(slot).takeUnretainedValue()
+                if object.objectID == id { return (object, false) }
+            }
+            index = (index + 1) & mask
+        }
+        let object = make()
+        assert(object.objectID == id)
+        slots[index] = Self.slot(object, tag: tag)
+        count += 1
+        return (object, true)
+    }
+
+    /// Registers `object` under its ID unless an object is registered with that ID already;
+    /// returns the object registered now.
+    @discardableResult
+    func insert(_ object: ManagedObject) -> (inserted: Bool, registered: ManagedObject) {
+        let (registered, isNew) = self.object(for: object.objectID) { object }
+        return (isNew, registered)
+    }
+
+    /// Removes and returns the object registered with `id`.
+    @discardableResult
+    func remove(_ id: ManagedObjectID) -> ManagedObject? {
+        guard count > 0, let slots else { return nil }
+        let hash = id._rawHashValue(seed: seed)
+        let tag = Self.tag(hash)
+        var index = hash & mask
+        while true {
+            let slot = slots[index]
+            if slot == 0 { return nil }
+            if slot & 7 == tag, Self.unmanaged(slot).takeUnretainedValue().objectID == id { break }
+            index = (index + 1) & mask
+        }
+        let removed = Self.unmanaged(slots[index]).takeRetainedValue()
+        slots[index] = 0
+        count -= 1
+        // Entries after the hole that probed past it move back into it, so every entry
+        // stays reachable from its home slot without a gap.
+        var hole = index
+        var next = (index + 1) & mask
+        while slots[next] != 0 {
+            let home = Self.unmanaged(slots[next]).takeUnretainedValue().objectID._rawHashValue(seed: seed) & mask
+            // Whether `home` lies cyclically in (hole, next]: then the entry stays.
+            let stays = hole <= next ? (hole < home && home <= next) : (hole < home || home <= next)
+            if !stays {
+                slots[hole] = slots[next]
+                slots[next] = 0
+                hole = next
+            }
+            next = (next + 1) & mask
+        }
+        return removed
+    }
+
+    /// Removes the object registered with `object`'s ID if it is that object.
+    func remove(ifRegistered object: ManagedObject) {
+        if self[object.objectID] === object { remove(object.objectID) }
+    }
+
+    /// Removes every object.
+    func removeAll() {
+        guard let slots, count > 0 else { return }
+        for index in 0...mask where slots[index] != 0 {
+            Self.unmanaged(slots[index]).release()
+            slots[index] = 0
+        }
+        count = 0
+    }
+
+    /// Calls `body` with every object. `body` must not change the map (see ``objects``).
+    func forEach(_ body: (ManagedObject) throws -> Void) rethrows {
+        guard let slots, count > 0 else { return }
+        for index in 0...mask where slots[index] != 0 {
+            try body(Self.unmanaged(slots[index]).takeUnretainedValue())
+        }
+    }
+
+    /// Every object, in no particular order: a copy, which the map's changes leave alone.
+    var objects: [ManagedObject] {
+        var objects: [ManagedObject] = []
+        objects.reserveCapacity(count)
+        forEach { objects.append($0) }
+        return objects
+    }
+
+    /// Makes room for `additional` more objects, at least doubling when it grows, so that
+    /// many small calls do not rehash every time.
+    func reserve(_ additional: Int) {
+        guard capacity - count < additional else { return }
+        grow(to: Swift.max(count + additional, capacity * 2))
+    }
+
+    private func grow(to wanted: Int) {
+        var size = 8
+        while size / 4 * 3 < wanted { size *= 2 }
+        let grown = UnsafeMutablePointer<UInt>.allocate(capacity: size)
+        grown.initialize(repeating: 0, count: size)
+        if let slots {
+            for index in 0...mask where slots[index] != 0 {
+                let hash = Self.unmanaged(slots[index]).takeUnretainedValue().objectID._rawHashValue(seed: seed)
+                var target = hash & (size - 1)
+                while grown[target] != 0 { target = (target + 1) & (size - 1) }
+                grown[target] = slots[index]
+            }
+            slots.deallocate()
+        }
+        slots = grown
+        mask = size - 1
+    }
+
+    @inline(__always)
+    private static func tag(_ hash: Int) -> UInt {
+        UInt(bitPattern: hash) >> 61
+    }
+
+    @inline(__always)
+    private static func slot(_ object: ManagedObject, tag: UInt) -> UInt {
+        UInt(bitPattern: Unmanaged.passRetained(object).toOpaque()) | tag
+    }
+
+    @inline(__always)
+    private static func unmanaged(_ slot: UInt) -> Unmanaged<ManagedObject> {
+        Unmanaged.fromOpaque(UnsafeRawPointer(bitPattern: slot & ~7).unsafelyUnwrapped)
+    }
+}
