@@ -99,7 +99,7 @@ public struct PersistentPropertyMacro: AccessorMacro, PeerMacro {
             """
             @storageRestrictions(initializes: \(raw: marker))
             init(initialValue) {
-                \(raw: marker) = 0
+                \(raw: marker) = .init()
             }
             """,
             "get { _$get(\(raw: index)) }",
@@ -113,7 +113,7 @@ public struct PersistentPropertyMacro: AccessorMacro, PeerMacro {
     ) throws -> [DeclSyntax] {
         guard let property = StoredProperty(declaration), property.isPersistent else { return [] }
         return [
-            "private var _$\(raw: property.name): UInt8 = 0",
+            "private var _$\(raw: property.name) = _$PropertyMarker()",
             "private static let _$i_\(raw: property.name) = _$index(entity(), \(literal: property.name))",
         ]
     }

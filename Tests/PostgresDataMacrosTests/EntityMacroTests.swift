@@ -24,7 +24,7 @@ final class EntityMacroTests: XCTestCase {
                 var done {
                     @storageRestrictions(initializes: _$done)
                     init(initialValue) {
-                        _$done = 0
+                        _$done = .init()
                     }
                     get {
                         _$get(Self._$i_done)
@@ -34,7 +34,7 @@ final class EntityMacroTests: XCTestCase {
                     }
                 }
 
-                private var _$done: UInt8 = 0
+                private var _$done = _$PropertyMarker()
 
                 private static let _$i_done = _$index(entity(), "done")
             }
@@ -58,7 +58,7 @@ final class EntityMacroTests: XCTestCase {
                 var name: String {
                     @storageRestrictions(initializes: _$name)
                     init(initialValue) {
-                        _$name = 0
+                        _$name = .init()
                     }
                     get {
                         _$get(Self._$i_name)
@@ -68,13 +68,13 @@ final class EntityMacroTests: XCTestCase {
                     }
                 }
 
-                private var _$name: UInt8 = 0
+                private var _$name = _$PropertyMarker()
 
                 private static let _$i_name = _$index(entity(), "name")
                 var done {
                     @storageRestrictions(initializes: _$done)
                     init(initialValue) {
-                        _$done = 0
+                        _$done = .init()
                     }
                     get {
                         _$get(Self._$i_done)
@@ -84,13 +84,13 @@ final class EntityMacroTests: XCTestCase {
                     }
                 }
 
-                private var _$done: UInt8 = 0
+                private var _$done = _$PropertyMarker()
 
                 private static let _$i_done = _$index(entity(), "done")
                 var list: TodoList? {
                     @storageRestrictions(initializes: _$list)
                     init(initialValue) {
-                        _$list = 0
+                        _$list = .init()
                     }
                     get {
                         _$get(Self._$i_list)
@@ -100,7 +100,7 @@ final class EntityMacroTests: XCTestCase {
                     }
                 }
 
-                private var _$list: UInt8 = 0
+                private var _$list = _$PropertyMarker()
 
                 private static let _$i_list = _$index(entity(), "list")
                 var scratch = 0

@@ -69,6 +69,12 @@ extension ManagedObject {
                                               toMany: true, deleteRule: deleteRule, minCount: minCount, maxCount: maxCount))
     }
 
+    /// What an `@Entity` property's init accessor initializes: nothing, in zero bytes (the
+    /// value lives in the object's values array).
+    public struct _$PropertyMarker: Sendable {
+        @inlinable public init() {}
+    }
+
     /// The index of a property of an `@Entity` class.
     public static func _$index(_ entity: EntityDescription, _ name: String) -> Int {
         guard let index = entity.propertyIndex(named: name) else {

@@ -40,15 +40,54 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     /// The committed state (``snapshot``), or, while the object is a fault of an
     /// asynchronous fetch, the row it waits to be filled with (``pendingRow``).
     @exclusivity(unchecked) private var rowStorage: RowSnapshot?
+    /// The first 64 changed properties (``changedProperties``).
+    @exclusivity(unchecked) private var changedBits: UInt64 = 0
+    /// What few objects need, allocated the first time one of them is set: every 8 bytes
+    /// here would be 8 MB more for a fetch of a million objects (the object is now 88 bytes,
+    /// a 96-byte block).
+    private var extras: Extras?
+
+    private final class Extras {
+        var relationshipSets: [Int: RelationshipSet] = [:]
+        var faultingBatch: FaultingBatch?
+        var allocatedKey: Int64 = 0
+        var changedBeyond64: Set<Int> = []
+    }
+
+    private func madeExtras() -> Extras {
+        if let extras { return extras }
+        let made = Extras()
+        extras = made
+        return made
+    }
+
     /// Properties whose value differs from the snapshot.
-    var changedProperties = PropertySet()
+    var changedProperties: PropertySet {
+        get { PropertySet(bits: changedBits, beyond64: extras?.changedBeyond64 ?? []) }
+        set {
+            changedBits = newValue.bits
+            if !newValue.beyond64.isEmpty || extras != nil { madeExtras().changedBeyond64 = newValue.beyond64 }
+        }
+    }
+
     /// Relationships stored elsewhere (to-many, join tables), once loaded.
-    var relationshipSets: [Int: RelationshipSet] = [:]
+    var relationshipSets: [Int: RelationshipSet] {
+        get { extras?.relationshipSets ?? [:] }
+        _modify { yield &madeExtras().relationshipSets }
+    }
+
     /// A primary key allocated for the inserted object by a save that has not committed yet
     /// (0: none); the ID becomes permanent with it after the commit.
-    var allocatedKey: Int64 = 0
+    var allocatedKey: Int64 {
+        get { extras?.allocatedKey ?? 0 }
+        set { if newValue != 0 || extras != nil { madeExtras().allocatedKey = newValue } }
+    }
+
     /// The batch of a batched fetch this object is filled with, if any.
-    var faultingBatch: FaultingBatch?
+    var faultingBatch: FaultingBatch? {
+        get { extras?.faultingBatch }
+        set { if newValue != nil || extras != nil { madeExtras().faultingBatch = newValue } }
+    }
 
     /// The entity of the object.
     public var entity: EntityDescription { objectID.entity }
@@ -214,26 +253,33 @@ open class ManagedObject: Hashable, CustomStringConvertible {
 
 /// A set of property indices (the changed properties of an object).
 struct PropertySet: Sendable, Hashable, Sequence {
-    private var bits: UInt64 = 0
-    private var overflow: Set<Int> = []
+    private(set) var bits: UInt64 = 0
+    private(set) var beyond64: Set<Int> = []
 
-    var isEmpty: Bool { bits == 0 && overflow.isEmpty }
+    init() {}
+
+    init(bits: UInt64, beyond64: Set<Int>) {
+        self.bits = bits
+        self.beyond64 = beyond64
+    }
+
+    var isEmpty: Bool { bits == 0 && beyond64.isEmpty }
 
     func contains(_ index: Int) -> Bool {
-        index < 64 ? bits & (1 << UInt64(index)) != 0 : overflow.contains(index)
+        index < 64 ? bits & (1 << UInt64(index)) != 0 : beyond64.contains(index)
     }
 
     mutating func insert(_ index: Int) {
-        if index < 64 { bits |= 1 << UInt64(index) } else { overflow.insert(index) }
+        if index < 64 { bits |= 1 << UInt64(index) } else { beyond64.insert(index) }
     }
 
     mutating func remove(_ index: Int) {
-        if index < 64 { bits &= ~(1 << UInt64(index)) } else { overflow.remove(index) }
+        if index < 64 { bits &= ~(1 << UInt64(index)) } else { beyond64.remove(index) }
     }
 
     mutating func removeAll() {
         bits = 0
-        overflow = []
+        beyond64 = []
     }
 
     func makeIterator() -> IndexingIterator<[Int]> {
@@ -244,7 +290,7 @@ struct PropertySet: Sendable, Hashable, Sequence {
             indices.append(index)
             remaining &= remaining - 1
         }
-        return (indices + overflow.sorted()).makeIterator()
+        return (indices + beyond64.sorted()).makeIterator()
     }
 }
 
