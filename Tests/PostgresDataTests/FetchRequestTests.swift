@@ -185,6 +185,7 @@ import Testing
             #expect(rows.map { $0["name"] } == [.string("a"), .string("b")])
             #expect(rows[0]["list.title"] == .string("L"))
             #expect(rows[0]["notes"] == nil)                // NULL values are left out, as in Core Data
+            #expect(rows.allSatisfy { $0.keys.sorted() == ["list", "list.title", "name"] })
             if case .object(let id) = rows[0]["list"] { #expect(id.entity.name == "TodoList") } else { Issue.record("list is \(String(describing: rows[0]["list"]))") }
 
             var distinct = FetchRequest<[String: AttributeValue]>(entityName: "Item", sortDescriptors: [FetchSortDescriptor(key: "done")])

@@ -231,8 +231,7 @@ extension ManagedObjectContext {
     private func fetchDictionaries<Result>(_ request: FetchRequest<Result>, entity: EntityDescription) throws -> [[String: AttributeValue]] {
         let (sql, bindings, columns) = try request.dictionarySQL(for: entity)
         let coordinator = persistentStoreCoordinator
-        let plan = DictionaryPlan(columns: columns.map { ($0.name, $0.type, $0.destination) })
-        return try runStore { try await coordinator.fetchRows(sql: sql, bindings: bindings, plan.decode) }
+        return try runStore { try await coordinator.fetchDictionaries(sql: sql, bindings: bindings, columns: columns) }
     }
 
     // MARK: Prefetching
@@ -341,24 +340,5 @@ extension ManagedObjectContext {
                 turnIntoFault(object)
             }
         }
-    }
-}
-
-/// How a column of a dictionary fetch is decoded; `Sendable`, so it runs off the context's queue.
-private struct DictionaryPlan: Sendable {
-    var columns: [(name: String, type: AttributeType, destination: EntityDescription?)]
-
-    /// One dictionary per row; NULL values are left out, as in Core Data.
-    func decode(_ row: Row) throws -> [String: AttributeValue] {
-        var dictionary: [String: AttributeValue] = [:]
-        dictionary.reserveCapacity(columns.count)
-        for (position, column) in columns.enumerated() {
-            var value = try ValueCoding.decode(row, at: position, as: column.type)
-            if let destination = column.destination, case .integer(let key) = value {
-                value = .object(ManagedObjectID(entity: destination, primaryKey: key))
-            }
-            if !value.isNull { dictionary[column.name] = value }
-        }
-        return dictionary
     }
 }

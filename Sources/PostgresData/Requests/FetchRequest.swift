@@ -139,15 +139,9 @@ public struct FetchRequest<Result>: Sendable {
 
     /// A column of a dictionary fetch: its key, how to decode it, and for a to-one
     /// relationship the entity its IDs belong to.
-    struct DictionaryColumn {
-        var name: String
-        var type: AttributeType
-        var destination: EntityDescription?
-    }
-
     /// The SQL of a dictionary fetch: selected key paths and aggregates, `GROUP BY`,
     /// `DISTINCT`, sorts by key path or by expression name.
-    func dictionarySQL(for entity: EntityDescription) throws -> (String, PostgresBindings, [DictionaryColumn]) {
+    func dictionarySQL(for entity: EntityDescription) throws -> (String, PostgresBindings, [DictionaryDecoder.Column]) {
         var compiler = PredicateSQL(entity: entity)
         let condition = try predicate.map { try compiler.condition($0.node) }
         let properties = propertiesToFetch ?? entity.columnIndices.map { .keyPath(entity.properties[$0].name) }
@@ -155,7 +149,7 @@ public struct FetchRequest<Result>: Sendable {
             throw PostgresDataError.invalidRequest("a dictionary fetch of \(entity.name) needs propertiesToFetch")
         }
         var selected: [String] = []
-        var columns: [DictionaryColumn] = []
+        var columns: [DictionaryDecoder.Column] = []
         var keyPaths: [String: String] = [:]
         for property in properties {
             guard !columns.contains(where: { $0.name == property.name }) else {
@@ -166,11 +160,11 @@ public struct FetchRequest<Result>: Sendable {
                 let (sql, type) = try compiler.sortExpression(key)
                 selected.append("\(sql) AS \(quoteIdentifier(key))")
                 keyPaths[key] = sql
-                columns.append(DictionaryColumn(name: key, type: type, destination: try Self.relationshipDestination(of: key, in: entity)))
+                columns.append(DictionaryDecoder.Column(name: key, type: type, destination: try Self.relationshipDestination(of: key, in: entity)))
             case .expression(let description):
                 let (sql, type) = try aggregate(description, compiler: &compiler)
                 selected.append("\(sql) AS \(quoteIdentifier(description.name))")
-                columns.append(DictionaryColumn(name: description.name, type: type, destination: nil))
+                columns.append(DictionaryDecoder.Column(name: description.name, type: type, destination: nil))
             }
         }
         var grouped: [String] = []

@@ -119,10 +119,16 @@ extension PersistentStoreCoordinator {
         }
     }
 
-    /// Every row of a query, each turned into a value by `transform`.
-    func fetchRows<T: Sendable>(sql: String, bindings: PostgresBindings, _ transform: @escaping @Sendable (Row) throws -> T) async throws -> [T] {
+    /// The rows of a dictionary fetch.
+    func fetchDictionaries(sql: String, bindings: PostgresBindings,
+                           columns: [DictionaryDecoder.Column]) async throws -> [[String: AttributeValue]] {
         try await withReadConnection { connection in
-            try await connection.query(sql, bindings: bindings).map(transform)
+            let result = try await connection.query(sql, bindings: bindings)
+            let decoder = DictionaryDecoder(columns: columns, result: result)
+            var dictionaries: [[String: AttributeValue]] = []
+            dictionaries.reserveCapacity(result.count)
+            for row in result { dictionaries.append(try decoder.decode(row)) }
+            return dictionaries
         }
     }
 

@@ -1,0 +1,97 @@
+import Foundation
+import PostgresClient
+
+/// Decodes one column of a result into ``AttributeValue``s, its type checked once per result
+/// rather than once per value.
+///
+/// A binary column whose PostgreSQL type matches the attribute's gets a step that reads
+/// libpq's bytes directly; other columns (numeric, JSON, URLs, a result in text format, a
+/// type the attribute does not expect) go through the general ``ValueCoding/decode(_:at:as:)``.
+/// A column holding keys of a to-one relationship's destination decodes to object IDs.
+struct ColumnDecoder: Sendable {
+    private enum Step: Sendable {
+        case int16, int32, int64, float32, float64, text, bool, timestamp, uuid, bytes
+        case foreignKey
+        case general
+    }
+
+    /// The column's position in the result.
+    let column: Int
+    private let type: AttributeType
+    private let destination: EntityDescription?
+    private let step: Step
+
+    init(column: Int, of result: QueryResult, as type: AttributeType, destination: EntityDescription? = nil) {
+        self.column = column
+        self.type = destination == nil ? type : .integer64
+        self.destination = destination
+        let described = result.columns[column]
+        guard described.format == .binary else {
+            self.step = .general
+            return
+        }
+        if destination != nil {
+            self.step = described.type == .int8 ? .foreignKey : .general
+            return
+        }
+        self.step = switch (type, described.type) {
+        case (.integer16, .int2): .int16
+        case (.integer32, .int4): .int32
+        case (.integer64, .int8): .int64
+        case (.float, .float4): .float32
+        case (.double, .float8): .float64
+        case (.string, .text), (.string, .varchar): .text
+        case (.boolean, .bool): .bool
+        case (.date, .timestamptz): .timestamp
+        case (.uuid, .uuid): .uuid
+        case (.binaryData, .bytea): .bytes
+        default: .general
+        }
+    }
+
+    /// True when no value of the column can fail to decode: it has a step of its own (not a
+    /// numeric, JSON or URL parsed from its bytes).
+    var decodesWithoutFailure: Bool {
+        if case .general = step { false } else { true }
+    }
+
+    /// The column's value in `row` (``AttributeValue/null`` for SQL NULL).
+    @inline(__always)
+    func value(_ row: Row) throws -> AttributeValue {
+        if case .general = step {
+            let value = try ValueCoding.decode(row, at: column, as: type)
+            if let destination, case .integer(let key) = value {
+                return .object(ManagedObjectID(entity: destination, primaryKey: key))
+            }
+            return value
+        }
+        return try row.withUnsafeBytes(at: column) { bytes throws -> AttributeValue in
+            guard let bytes else { return .null }
+            func integer<T: FixedWidthInteger>(_: T.Type) throws -> T {
+                guard bytes.count == MemoryLayout<T>.size else {
+                    throw PostgresDataError.invalidRequest("column \(column) holds \(bytes.count) bytes, not a \(T.self)")
+                }
+                return T(bigEndian: bytes.loadUnaligned(as: T.self))
+            }
+            switch step {
+            case .int16: return .integer(Int64(try integer(Int16.self)))
+            case .int32: return .integer(Int64(try integer(Int32.self)))
+            case .int64: return .integer(try integer(Int64.self))
+            case .float32: return .float(Float(bitPattern: try integer(UInt32.self)))
+            case .float64: return .double(Double(bitPattern: try integer(UInt64.self)))
+            case .text: return .string(String(decoding: bytes, as: UTF8.self))
+            case .bool: return .boolean(bytes.first != 0)
+            case .timestamp:
+                let micros = try integer(Int64.self)
+                if micros == .max || micros == .min { return try ValueCoding.decode(row, at: column, as: .date) }
+                return .date(Date(timeIntervalSinceReferenceDate: Double(micros) / 1_000_000 - 31_622_400))
+            case .uuid:
+                guard bytes.count == 16 else { return try ValueCoding.decode(row, at: column, as: .uuid) }
+                return .uuid(UUID(uuid: bytes.loadUnaligned(as: uuid_t.self)))
+            case .bytes: return .data(Data(bytes))
+            case .foreignKey: return .object(ManagedObjectID(entity: destination.unsafelyUnwrapped, primaryKey: try integer(Int64.self)))
+            case .general: preconditionFailure("handled above")
+            }
+        }
+    }
+}
