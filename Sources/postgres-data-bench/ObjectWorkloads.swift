@@ -19,6 +19,8 @@ final class Counter: @unchecked Sendable {
 /// Objects fetched untimed before a measured save.
 final class FetchedObjects: @unchecked Sendable {
     var context: ManagedObjectContext?
+    /// A fetch's result array, freed untimed like its context.
+    var results: Any?
 }
 
 /// The object-graph workloads: W1 (save inserted objects), W2 (fetch objects, faults, IDs,
@@ -44,15 +46,21 @@ func makeObjectWorkloads(container: PersistentContainer, client connection: Conn
     }
     let fullTable: () async throws -> Void = {
         fetched.context = nil
+        fetched.results = nil
         let count = try await connection.query("SELECT count(*) FROM items")[0].decode(Int64.self, at: 0)
         if count != rows { try await fillItems(connection, rows: rows) }
     }
-    /// Fetches through a fresh context, kept until the next run so its teardown is not timed
-    /// (the raw side's result is freed inside its run: the comparison favours raw slightly).
-    func fetchWorkload(_ name: String, _ body: @escaping @Sendable (ManagedObjectContext) throws -> Int) -> Workload {
+    /// Fetches through a fresh context, kept with the result until the next run so their
+    /// teardown is not timed (the raw side's result is freed inside its run: the comparison
+    /// favours raw slightly).
+    func fetchWorkload<Result>(_ name: String, _ body: @escaping @Sendable (ManagedObjectContext) throws -> [Result]) -> Workload {
         Workload(name: name, prepare: fullTable, client: {
             let context = container.newBackgroundContext()
-            let count = try await context.perform { try body(context) }
+            let count = try await context.perform {
+                let results = try body(context)
+                fetched.results = results
+                return results.count
+            }
             precondition(count == rows)
             fetched.context = context
         }, raw: {
@@ -63,16 +71,16 @@ func makeObjectWorkloads(container: PersistentContainer, client connection: Conn
         fetchWorkload("W2 fetch \(rows.formatted()) as objects") { context in
             var request = FetchRequest<BenchItem>()
             request.returnsObjectsAsFaults = false
-            return try context.fetch(request).count
+            return try context.fetch(request)
         },
         fetchWorkload("W2 fetch \(rows.formatted()) as faults (default)") { context in
-            try context.fetch(FetchRequest<BenchItem>()).count
+            try context.fetch(FetchRequest<BenchItem>())
         },
         fetchWorkload("W2 fetch \(rows.formatted()) object IDs") { context in
-            try context.fetch(FetchRequest<ManagedObjectID>(entityName: "BenchItem")).count
+            try context.fetch(FetchRequest<ManagedObjectID>(entityName: "BenchItem"))
         },
         fetchWorkload("W2 fetch \(rows.formatted()) as dictionaries") { context in
-            try context.fetch(FetchRequest<[String: AttributeValue]>(entityName: "BenchItem")).count
+            try context.fetch(FetchRequest<[String: AttributeValue]>(entityName: "BenchItem"))
         },
         Workload(name: "W3 asynchronous fetch \(rows.formatted()), batches of 10,000", prepare: fullTable, client: {
             let context = container.newBackgroundContext()
