@@ -30,13 +30,15 @@ final class BatchChannel<Batch: Sendable>: Sendable {
         if accepted { available.signal() }
     }
 
-    /// Ends the stream, with the producer's error if it failed.
+    /// Ends the stream, with the producer's error if it failed; the first call counts.
     func finish(_ error: (any Error)?) {
-        state.withLock { state in
+        let first = state.withLock { state in
+            guard !state.finished else { return false }
             state.finished = true
             state.error = error
+            return true
         }
-        available.signal()
+        if first { available.signal() }
     }
 
     func stop() {

@@ -100,6 +100,9 @@ extension PersistentStoreCoordinator {
                 channel.send(SnapshotBatch(rows: rows, total: result.count))
                 start = end
             }
+            // The consumer is done with the last batch: freeing the result (tens of
+            // milliseconds for a million rows) and returning the connection happen meanwhile.
+            channel.finish(nil)
         }
     }
 
