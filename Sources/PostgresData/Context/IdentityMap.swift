@@ -34,18 +34,8 @@ final class IdentityMap {
     /// The object registered with `id`, if any.
     subscript(id: ManagedObjectID) -> ManagedObject? {
         guard count > 0, let slots else { return nil }
-        let hash = id._rawHashValue(seed: seed)
-        let tag = Self.tag(hash)
-        var index = hash & mask
-        while true {
-            let slot = slots[index]
-            if slot == 0 { return nil }
-            if slot & 7 == tag {
-                let object = Self.unmanaged(slot).takeUnretainedValue()
-                if object.objectID == id { return object }
-            }
-            index = (index + 1) & mask
-        }
+        let (index, _, found) = probe(id, in: slots)
+        return found ? Self.unmanaged(slots[index]).takeUnretainedValue() : nil
     }
 
     /// The object registered with `id`, or the one `make` returns (its ID must be `id`),
@@ -54,18 +44,8 @@ final class IdentityMap {
     func object(for id: ManagedObjectID, insertingIfAbsent make: () -> ManagedObject) -> (object: ManagedObject, isNew: Bool) {
         if count >= capacity { grow(to: count + 1) }
         let slots = slots.unsafelyUnwrapped
-        let hash = id._rawHashValue(seed: seed)
-        let tag = Self.tag(hash)
-        var index = hash & mask
-        while true {
-            let slot = slots[index]
-            if slot == 0 { break }
-            if slot & 7 == tag {
-                let object = Self.unmanaged(slot).takeUnretainedValue()
-                if object.objectID == id { return (object, false) }
-            }
-            index = (index + 1) & mask
-        }
+        let (index, tag, found) = probe(id, in: slots)
+        if found { return (Self.unmanaged(slots[index]).takeUnretainedValue(), false) }
         let object = make()
         assert(object.objectID == id)
         slots[index] = Self.slot(object, tag: tag)
@@ -85,15 +65,8 @@ final class IdentityMap {
     @discardableResult
     func remove(_ id: ManagedObjectID) -> ManagedObject? {
         guard count > 0, let slots else { return nil }
-        let hash = id._rawHashValue(seed: seed)
-        let tag = Self.tag(hash)
-        var index = hash & mask
-        while true {
-            let slot = slots[index]
-            if slot == 0 { return nil }
-            if slot & 7 == tag, Self.unmanaged(slot).takeUnretainedValue().objectID == id { break }
-            index = (index + 1) & mask
-        }
+        let (index, _, found) = probe(id, in: slots)
+        guard found else { return nil }
         let removed = Self.unmanaged(slots[index]).takeRetainedValue()
         slots[index] = 0
         count -= 1
@@ -113,11 +86,6 @@ final class IdentityMap {
             next = (next + 1) & mask
         }
         return removed
-    }
-
-    /// Removes the object registered with `object`'s ID if it is that object.
-    func remove(ifRegistered object: ManagedObject) {
-        if self[object.objectID] === object { remove(object.objectID) }
     }
 
     /// Removes every object.
@@ -151,6 +119,21 @@ final class IdentityMap {
     func reserve(_ additional: Int) {
         guard capacity - count < additional else { return }
         grow(to: Swift.max(count + additional, capacity * 2))
+    }
+
+    /// The slot of the object registered with `id` (`found`), else the empty slot where it
+    /// would go; `tag` is the hash bits its slot holds.
+    @inline(__always)
+    private func probe(_ id: ManagedObjectID, in slots: UnsafeMutablePointer<UInt>) -> (index: Int, tag: UInt, found: Bool) {
+        let hash = id._rawHashValue(seed: seed)
+        let tag = Self.tag(hash)
+        var index = hash & mask
+        while true {
+            let slot = slots[index]
+            if slot == 0 { return (index, tag, false) }
+            if slot & 7 == tag, Self.unmanaged(slot).takeUnretainedValue().objectID == id { return (index, tag, true) }
+            index = (index + 1) & mask
+        }
     }
 
     private func grow(to wanted: Int) {
