@@ -73,6 +73,7 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     /// Relationships stored elsewhere (to-many, join tables), once loaded.
     var relationshipSets: [Int: RelationshipSet] {
         get { extras?.relationshipSets ?? [:] }
+        set { if !newValue.isEmpty || extras != nil { madeExtras().relationshipSets = newValue } }
         _modify { yield &madeExtras().relationshipSets }
     }
 
