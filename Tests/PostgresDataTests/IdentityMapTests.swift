@@ -45,12 +45,19 @@ import Testing
             case 0:
                 let (registered, isNew) = map.object(for: id) { object(id) }
                 #expect(isNew == (model[id] == nil))
-                if let existing = model[id] { #expect(registered === existing) }
+                if let existing = model[id] {
+                    #expect(registered === existing)
+                    #expect(!map.remove(object(id)))      // another object with the same ID stays out
+                }
                 model[id] = registered
-            case 1:
+            case 1 where random.next(below: 2) == 0:
                 let removed = map.remove(id)
                 #expect(removed === model.removeValue(forKey: id))
                 if removed != nil { released += 1 }
+            case 1:
+                let registered = model.removeValue(forKey: id)
+                #expect(map.remove(registered ?? object(id)) == (registered != nil))
+                if registered != nil { released += 1 }
             default:
                 #expect(map[id] === model[id])
             }

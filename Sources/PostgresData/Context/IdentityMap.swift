@@ -67,6 +67,22 @@ final class IdentityMap {
         guard count > 0, let slots else { return nil }
         let (index, _, found) = probe(id, in: slots)
         guard found else { return nil }
+        return removeSlot(at: index, of: slots)
+    }
+
+    /// Removes `object` if it is the object registered with its ID (one probe); returns
+    /// whether it was.
+    @discardableResult
+    func remove(_ object: ManagedObject) -> Bool {
+        guard count > 0, let slots else { return false }
+        let (index, _, found) = probe(object.objectID, in: slots)
+        guard found, Self.unmanaged(slots[index]).toOpaque() == Unmanaged.passUnretained(object).toOpaque() else { return false }
+        removeSlot(at: index, of: slots)
+        return true
+    }
+
+    @discardableResult
+    private func removeSlot(at index: Int, of slots: UnsafeMutablePointer<UInt>) -> ManagedObject {
         let removed = Self.unmanaged(slots[index]).takeRetainedValue()
         slots[index] = 0
         count -= 1

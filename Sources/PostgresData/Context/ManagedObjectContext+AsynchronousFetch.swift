@@ -108,8 +108,7 @@ extension ManagedObjectContext {
     /// controller keeps only the objects it shows.
     func unregister(_ objects: [ManagedObject]) {
         var released: [ManagedObjectID] = []
-        for object in objects where !object.hasChanges && registered[object.objectID] === object {
-            registered.remove(object.objectID)
+        for object in objects where !object.hasChanges && registered.remove(object) {
             if object.holdsCacheReference {
                 object.holdsCacheReference = false
                 released.append(object.objectID)

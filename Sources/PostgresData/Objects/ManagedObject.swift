@@ -61,6 +61,14 @@ open class ManagedObject: Hashable, CustomStringConvertible {
         return made
     }
 
+    /// Lets the side object go once nothing is left in it (a saved insert's key, a batch
+    /// given up): saved and refreshed objects go back to one allocation.
+    private func dropEmptyExtras() {
+        guard let extras, extras.relationshipSets.isEmpty, extras.faultingBatch == nil, extras.allocatedKey == 0,
+              extras.changedBeyond64.isEmpty else { return }
+        self.extras = nil
+    }
+
     /// Properties whose value differs from the snapshot.
     var changedProperties: PropertySet {
         get { PropertySet(bits: changedBits, beyond64: extras?.changedBeyond64 ?? []) }
@@ -73,7 +81,11 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     /// Relationships stored elsewhere (to-many, join tables), once loaded.
     var relationshipSets: [Int: RelationshipSet] {
         get { extras?.relationshipSets ?? [:] }
-        set { if !newValue.isEmpty || extras != nil { madeExtras().relationshipSets = newValue } }
+        set {
+            guard !newValue.isEmpty || extras != nil else { return }
+            madeExtras().relationshipSets = newValue
+            if newValue.isEmpty { dropEmptyExtras() }
+        }
         _modify { yield &madeExtras().relationshipSets }
     }
 
@@ -81,13 +93,21 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     /// (0: none); the ID becomes permanent with it after the commit.
     var allocatedKey: Int64 {
         get { extras?.allocatedKey ?? 0 }
-        set { if newValue != 0 || extras != nil { madeExtras().allocatedKey = newValue } }
+        set {
+            guard newValue != 0 || extras != nil else { return }
+            madeExtras().allocatedKey = newValue
+            if newValue == 0 { dropEmptyExtras() }
+        }
     }
 
     /// The batch of a batched fetch this object is filled with, if any.
     var faultingBatch: FaultingBatch? {
         get { extras?.faultingBatch }
-        set { if newValue != nil || extras != nil { madeExtras().faultingBatch = newValue } }
+        set {
+            guard newValue != nil || extras != nil else { return }
+            madeExtras().faultingBatch = newValue
+            if newValue == nil { dropEmptyExtras() }
+        }
     }
 
     /// The entity of the object.

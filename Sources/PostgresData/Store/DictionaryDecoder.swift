@@ -41,9 +41,9 @@ struct DictionaryDecoder: Sendable {
             dictionary.values[slots[position]] = value
         }
         if hasNulls {
-            for position in columns.indices where dictionary[names[position]]?.isNull == true {
-                dictionary.removeValue(forKey: names[position])
-            }
+            // Keys found through the template's indices first: removals move entries.
+            let nulls = columns.indices.filter { dictionary.values[slots[$0]].isNull }
+            for position in nulls { dictionary.removeValue(forKey: names[position]) }
         }
         return dictionary
     }

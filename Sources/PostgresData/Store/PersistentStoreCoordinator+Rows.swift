@@ -100,8 +100,8 @@ extension PersistentStoreCoordinator {
                 channel.send(SnapshotBatch(rows: rows, total: result.count))
                 start = end
             }
-            // The consumer is done with the last batch: freeing the result (tens of
-            // milliseconds for a million rows) and returning the connection happen meanwhile.
+            // The consumer has every batch now: freeing the result (tens of milliseconds for
+            // a million rows) and returning the connection happen while it registers the last.
             channel.finish(nil)
         }
     }
