@@ -80,6 +80,9 @@ func makeObjectWorkloads(container: PersistentContainer, client connection: Conn
             try context.fetch(FetchRequest<ManagedObjectID>(entityName: "BenchItem"))
         },
         fetchWorkload("W2 fetch \(rows.formatted()) as dictionaries") { context in
+            try context.fetch(FetchRequest<FetchedDictionary>(entityName: "BenchItem"))
+        },
+        fetchWorkload("W2 fetch \(rows.formatted()) as Swift dictionaries") { context in
             try context.fetch(FetchRequest<[String: AttributeValue]>(entityName: "BenchItem"))
         },
         Workload(name: "W3 asynchronous fetch \(rows.formatted()), batches of 10,000", prepare: fullTable, client: {

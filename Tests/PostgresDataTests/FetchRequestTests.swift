@@ -164,7 +164,7 @@ import Testing
             try context.save()
         }
         try await container.performBackgroundTask { context in
-            var request = FetchRequest<[String: AttributeValue]>(entityName: "Item", sortDescriptors: [FetchSortDescriptor(key: "done")])
+            var request = FetchRequest<FetchedDictionary>(entityName: "Item", sortDescriptors: [FetchSortDescriptor(key: "done")])
             request.propertiesToFetch = ["done", .expression(.count("id", as: "items")), .expression(.sum("weight", as: "total")),
                                          .expression(.average("weight", as: "mean")), .expression(.max("name", as: "last"))]
             request.propertiesToGroupBy = ["done"]
@@ -178,14 +178,18 @@ import Testing
             byTotal.fetchLimit = 1
             #expect(try context.fetch(byTotal).first?["total"] == .integer(60))
 
-            var plain = FetchRequest<[String: AttributeValue]>(entityName: "Item", predicate: try FetchPredicate(format: "weight < 5"),
-                                                               sortDescriptors: [FetchSortDescriptor(key: "name")])
-            plain.propertiesToFetch = ["name", "list", "list.title", "notes"]
+            var plain = FetchRequest<FetchedDictionary>(entityName: "Item", predicate: try FetchPredicate(format: "weight < 5"),
+                                                        sortDescriptors: [FetchSortDescriptor(key: "name")])
+            plain.propertiesToFetch = ["name", "notes", "list", "list.title"]
             let rows = try context.fetch(plain)
             #expect(rows.map { $0["name"] } == [.string("a"), .string("b")])
             #expect(rows[0]["list.title"] == .string("L"))
             #expect(rows[0]["notes"] == nil)                // NULL values are left out, as in Core Data
-            #expect(rows.allSatisfy { $0.keys.sorted() == ["list", "list.title", "name"] })
+            #expect(rows.allSatisfy { $0.keys == ["name", "list", "list.title"] && $0.count == 3 })
+            // The same fetch as Swift dictionaries: the same entries.
+            var swift = FetchRequest<[String: AttributeValue]>(entityName: "Item", predicate: plain.predicate, sortDescriptors: plain.sortDescriptors)
+            swift.propertiesToFetch = plain.propertiesToFetch
+            #expect(try context.fetch(swift) == rows.map(\.dictionary))
             if case .object(let id) = rows[0]["list"] { #expect(id.entity.name == "TodoList") } else { Issue.record("list is \(String(describing: rows[0]["list"]))") }
 
             var distinct = FetchRequest<[String: AttributeValue]>(entityName: "Item", sortDescriptors: [FetchSortDescriptor(key: "done")])
@@ -199,6 +203,17 @@ import Testing
             #expect(error.map { "\($0)" }?.contains("name is fetched but not grouped by") == true)
             #expect(try context.fetch(FetchRequest<Int>(entityName: "Item", predicate: try FetchPredicate(format: "done == YES"))) == [2])
         }
+    }
+
+    @Test func fetchedDictionariesCompareAsDictionaries() {
+        let row: FetchedDictionary = ["name": .string("a"), "notes": .null, "weight": .integer(3)]
+        let reordered = FetchedDictionary(["weight": .integer(3), "name": .string("a")])
+        #expect(row == reordered && row.hashValue == reordered.hashValue)
+        #expect(row.count == 2 && row.keys == ["name", "weight"] && row["notes"] == nil && row["unknown"] == nil)
+        #expect(row != ["name": .string("a")] && row != ["name": .string("a"), "weight": .integer(4)])
+        #expect(Set([row, reordered, ["name": .string("b")]]).count == 2)
+        #expect(Array(row).map(\.value) == [.string("a"), .integer(3)])
+        #expect(FetchedDictionary([:]).isEmpty && row.dictionary == ["name": .string("a"), "weight": .integer(3)])
     }
 
     @Test func prefetchingCostsOneQueryPerRelationship() async throws {

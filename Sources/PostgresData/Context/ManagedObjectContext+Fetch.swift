@@ -21,8 +21,8 @@ extension ManagedObjectContext {
         case .count:
             if let counts = [try count(for: request)] as? [Result] { return counts }
         case .dictionary:
-            if Result.self == [String: AttributeValue].self {
-                return unsafeBitCast(try fetchDictionaries(request, entity: entity), to: [Result].self)
+            if Result.self == FetchedDictionary.self || Result.self == [String: AttributeValue].self {
+                return try fetchDictionaries(request, entity: entity)
             }
         case .managedObjectID:
             if Result.self == ManagedObjectID.self { return unsafeBitCast(try fetchIDs(request, entity: entity), to: [Result].self) }
@@ -34,7 +34,7 @@ extension ManagedObjectContext {
         }
         let natural = switch request.resultType {
         case .count: "Int"
-        case .dictionary: "[String: AttributeValue]"
+        case .dictionary: "FetchedDictionary or [String: AttributeValue]"
         case .managedObjectID: "ManagedObjectID"
         case .managedObject: "\(entity.managedObjectClass)"
         }
@@ -228,10 +228,16 @@ extension ManagedObjectContext {
 
     // MARK: Dictionaries
 
-    private func fetchDictionaries<Result>(_ request: FetchRequest<Result>, entity: EntityDescription) throws -> [[String: AttributeValue]] {
+    /// `Result` is ``FetchedDictionary`` or `[String: AttributeValue]`.
+    private func fetchDictionaries<Result>(_ request: FetchRequest<Result>, entity: EntityDescription) throws -> [Result] {
         let (sql, bindings, columns) = try request.dictionarySQL(for: entity)
         let coordinator = persistentStoreCoordinator
-        return try runStore { try await coordinator.fetchDictionaries(sql: sql, bindings: bindings, columns: columns) }
+        if Result.self == FetchedDictionary.self {
+            let rows = try runStore { try await coordinator.fetchDictionaryRows(sql: sql, bindings: bindings, columns: columns) }
+            return unsafeBitCast(rows.results, to: [Result].self)
+        }
+        let dictionaries = try runStore { try await coordinator.fetchDictionaries(sql: sql, bindings: bindings, columns: columns) }
+        return unsafeBitCast(dictionaries, to: [Result].self)
     }
 
     // MARK: Prefetching

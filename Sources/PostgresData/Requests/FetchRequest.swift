@@ -6,7 +6,8 @@ public enum FetchRequestResultType: Sendable, Hashable {
     case managedObject
     /// Object IDs only (`Sendable`: hand them to other contexts).
     case managedObjectID
-    /// One `[String: AttributeValue]` per row (or per group): ``FetchRequest/propertiesToFetch``.
+    /// One ``FetchedDictionary`` (or `[String: AttributeValue]`) per row or group, holding
+    /// ``FetchRequest/propertiesToFetch``.
     case dictionary
     /// The number of matching rows.
     case count
@@ -78,14 +79,15 @@ public struct FetchRequest<Result>: Sendable {
     public var allowsReadingFromReplica = false
 
     /// A request for the objects (or IDs, dictionaries or the count, by `Result`: an
-    /// object class, ``ManagedObjectID``, `[String: AttributeValue]` or `Int`) of `entityName`.
+    /// object class, ``ManagedObjectID``, ``FetchedDictionary`` or `[String: AttributeValue]`,
+    /// or `Int`) of `entityName`.
     public init(entityName: String, predicate: FetchPredicate? = nil, sortDescriptors: [FetchSortDescriptor] = []) {
         self.entityName = entityName
         self.predicate = predicate
         self.sortDescriptors = sortDescriptors
         if Result.self == ManagedObjectID.self {
             self.resultType = .managedObjectID
-        } else if Result.self == [String: AttributeValue].self {
+        } else if Result.self == FetchedDictionary.self || Result.self == [String: AttributeValue].self {
             self.resultType = .dictionary
         } else if Result.self == Int.self {
             self.resultType = .count

@@ -1,11 +1,12 @@
 import PostgresClient
 
-/// Decodes the rows of a dictionary fetch (``FetchRequest/ResultType/dictionary``): one
-/// `[String: AttributeValue]` per row, NULL values left out as in Core Data.
+/// Decodes the rows of a dictionary fetch (``FetchRequestResultType/dictionary``), NULL values
+/// left out as in Core Data: all into one ``FetchedDictionary/Rows``, or one
+/// `[String: AttributeValue]` per row.
 ///
-/// Every row's dictionary has the same keys, so each is a copy of one template holding them
-/// all, its values written through the template's indices: no key is hashed per row. Keys of
-/// NULL values are then removed, by key. Each column decodes with its ``ColumnDecoder``.
+/// Every row's Swift dictionary has the same keys, so each is a copy of one template holding
+/// them all, its values written through the template's indices: no key is hashed per row.
+/// Keys of NULL values are then removed, by key. Each column decodes with its ``ColumnDecoder``.
 struct DictionaryDecoder: Sendable {
     /// A fetched column: the dictionary key, the attribute type its values have, and for a
     /// to-one relationship the entity its keys belong to.
@@ -30,6 +31,16 @@ struct DictionaryDecoder: Sendable {
         for column in columns { template[column.name] = .null }
         self.template = template
         slots = columns.map { template.index(forKey: $0.name)! }
+    }
+
+    /// Every row of `result`, its values one after the other in one array.
+    func rows(of result: QueryResult) throws -> FetchedDictionary.Rows {
+        var values: [AttributeValue] = []
+        values.reserveCapacity(result.count * columns.count)
+        for row in result {
+            for column in columns { values.append(try column.value(row)) }
+        }
+        return FetchedDictionary.Rows(keys: names, values: values)
     }
 
     func decode(_ row: Row) throws -> [String: AttributeValue] {

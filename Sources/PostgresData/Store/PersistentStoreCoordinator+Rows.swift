@@ -122,7 +122,16 @@ extension PersistentStoreCoordinator {
         }
     }
 
-    /// The rows of a dictionary fetch.
+    /// The rows of a dictionary fetch, sharing one key set.
+    func fetchDictionaryRows(sql: String, bindings: PostgresBindings,
+                             columns: [DictionaryDecoder.Column]) async throws -> FetchedDictionary.Rows {
+        try await withReadConnection { connection in
+            let result = try await connection.query(sql, bindings: bindings)
+            return try DictionaryDecoder(columns: columns, result: result).rows(of: result)
+        }
+    }
+
+    /// The rows of a dictionary fetch, as Swift dictionaries.
     func fetchDictionaries(sql: String, bindings: PostgresBindings,
                            columns: [DictionaryDecoder.Column]) async throws -> [[String: AttributeValue]] {
         try await withReadConnection { connection in
