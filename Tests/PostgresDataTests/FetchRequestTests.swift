@@ -149,6 +149,52 @@ import Testing
         }
     }
 
+    /// Fetched objects read their values from arrays shared by a few hundred rows: a change,
+    /// a rollback or a refresh of one touches no other object and no committed value.
+    @Test func objectsSharingDecodedRowsChangeAlone() async throws {
+        let container = try await makeContainer()
+        try await container.performBackgroundTask { context in
+            for index in 0..<600 {
+                let item = Item(context: context)
+                item.name = String(format: "item %03d", index)
+                item.weight = index % 1000
+            }
+            try context.save()
+        }
+        let context = container.newBackgroundContext()
+        try await context.perform { () throws in
+            var request = FetchRequest<Item>(sortDescriptors: [FetchSortDescriptor(key: "name")])
+            request.returnsObjectsAsFaults = false
+            let items = try context.fetch(request)
+            #expect(items.count == 600 && items.allSatisfy { !$0.isFault && !$0.hasChanges })
+            for index in [0, 255, 256, 599] {
+                items[index].weight += 1
+                items[index].notes = "changed"
+            }
+            items[1].name = "renamed"
+            #expect(context.updatedObjects.count == 5)
+            #expect(items.enumerated().allSatisfy { index, item in
+                let changed = [0, 255, 256, 599].contains(index)
+                return item.weight == index + (changed ? 1 : 0) && item.notes == (changed ? "changed" : nil)
+                    && item.name == (index == 1 ? "renamed" : String(format: "item %03d", index))
+            })
+            #expect(items[0].committedValues(forKeys: ["weight"])["weight"] as? Int == 0)
+            #expect(items[1].committedValues(forKeys: ["name"])["name"] as? String == "item 001")
+            #expect(Set(items[256].changedValues().keys) == ["weight", "notes"])
+            items[1].name = "item 001"                 // back to the committed value: no change left
+            #expect(!items[1].hasChanges)
+            try context.save()
+            context.refresh(items[599], mergeChanges: false)
+            items[255].weight = 7
+            context.rollback()
+            #expect(items[255].weight == 256 && items[599].weight == 600 && items[598].weight == 598)
+        }
+        let stored = try await container.performBackgroundTask { context in
+            try context.fetch(FetchRequest<Item>(sortDescriptors: [FetchSortDescriptor(key: "name")])).map(\.weight)
+        }
+        #expect(stored == (0..<600).map { [0, 255, 256, 599].contains($0) ? $0 + 1 : $0 })
+    }
+
     @Test func dictionariesGroupedWithAggregates() async throws {
         let container = try await makeContainer()
         try await container.performBackgroundTask { context in

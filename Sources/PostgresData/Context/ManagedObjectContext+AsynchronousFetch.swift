@@ -196,7 +196,7 @@ struct CursorFetch<Result>: @unchecked Sendable {
             if idsOnly { return .keys(try result.map { try $0.decode(Int64.self, at: 0) }) }
             let decoder = SnapshotDecoder(entity: entity, result: result)
             if let reader, let rows = try EncodedRows(result, decoder: decoder, reader: reader) { return .encoded(rows) }
-            return .rows(try result.map(decoder.decode))
+            return .rows(try decoder.snapshots(of: result, rows: 0..<result.count))
         }
     }
 

@@ -132,14 +132,14 @@ extension ManagedObjectContext {
         inserts.reserveCapacity(insertedSet.count)
         for object in insertedSet.values {
             inserts.append(SavePlan.Insert(entity: object.entity, key: object.objectID.primaryKey ?? object.allocatedKey,
-                                           values: try translate(object.values, of: object)))
+                                           values: try translate(object.values.array, of: object)))
         }
         var updates: [SavePlan.Update] = []
         for object in updatedSet.values {
             let changed = object.entity.columnIndices.filter(object.changedProperties.contains)
             updates.append(SavePlan.Update(entity: object.entity, key: object.objectID.primaryKey!,
                                            version: object.snapshot?.version ?? 0,
-                                           values: try translate(object.values, of: object), changed: changed))
+                                           values: try translate(object.values.array, of: object), changed: changed))
         }
         let deletes = deletedSet.values.map {
             SavePlan.Delete(entity: $0.entity, key: $0.objectID.primaryKey!, version: $0.snapshot?.version ?? 0)
@@ -184,7 +184,7 @@ extension ManagedObjectContext {
         for (id, current) in conflicts {
             guard let object = registered[id] else { continue }
             if policy.resolve(object, current: current, in: self) { continue }
-            func named(_ values: [AttributeValue]?) -> [String: AttributeValue] {
+            func named(_ values: PropertyValues?) -> [String: AttributeValue] {
                 guard let values else { return [:] }
                 var result: [String: AttributeValue] = [:]
                 for index in object.entity.columnIndices { result[object.entity.properties[index].name] = values[index] }
@@ -325,7 +325,7 @@ extension ManagedObjectContext {
                 if case .joinTable = object.entity.storage(of: index) { relationships[index] = relatedIDs(of: object, at: index) }
             }
             let changed = all ? object.entity.columnIndices : object.entity.columnIndices.filter(object.changedProperties.contains)
-            return Change(id: object.objectID, type: type(of: object), values: object.values, changed: changed,
+            return Change(id: object.objectID, type: type(of: object), values: object.values.array, changed: changed,
                           relationships: relationships)
         }
         let inserted = insertedSet.values.map { change($0, all: true) }
@@ -335,7 +335,7 @@ extension ManagedObjectContext {
             for change in inserted {
                 let object = change.type.init(entity: change.id.entity, insertInto: nil)
                 object.objectID = change.id
-                object.values = change.values
+                object.values = PropertyValues(change.values)
                 parent.insert(object)
             }
             for change in updated {

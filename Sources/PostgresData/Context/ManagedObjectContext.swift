@@ -347,7 +347,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
         }
         if object.objectID.isUnassigned { object.objectID = .temporary(for: object.entity) }
         guard registered[object.objectID] == nil else { return }
-        if object.values.isEmpty { object.values = object.entity.defaultValues }
+        if object.values.isEmpty { object.values = PropertyValues(object.entity.defaultValues) }
         object.isFaultStorage = false
         object.managedObjectContext = self
         object.isInsertedStorage = true
@@ -488,7 +488,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
 
     func revertToSnapshot(_ object: ManagedObject) {
         if let snapshot = object.snapshot {
-            object.values = snapshot.values
+            object.fill(with: snapshot)
         }
         object.changedProperties.removeAll()
         object.relationshipSets = [:]
@@ -587,9 +587,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     /// enters the row cache.
     func fill(_ object: ManagedObject, snapshot row: RowSnapshot) {
         let snapshot = row.decoded()
-        object.values = snapshot.values
-        object.snapshot = snapshot
-        object.isFaultStorage = false
+        object.fill(with: snapshot)
         if parent == nil && !object.holdsCacheReference && !readsFromReplica {
             persistentStoreCoordinator.rowCache.retain(CollectionOfOne((object.objectID, snapshot)))
             object.holdsCacheReference = true
@@ -653,9 +651,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
                     object.holdsCacheReference = true
                 }
             } else if object.isFaultStorage {
-                object.values = snapshot.values
-                object.snapshot = snapshot
-                object.isFaultStorage = false
+                object.fill(with: snapshot)
                 if shares && !object.holdsCacheReference {
                     cached.append((id, snapshot))
                     object.holdsCacheReference = true
@@ -707,11 +703,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
         let object = ManagedObject.makeFault(of: entity)
         object.objectID = id
         object.managedObjectContext = self
-        if !asFaults {
-            object.values = snapshot.values
-            object.snapshot = snapshot
-            object.isFaultStorage = false
-        }
+        if !asFaults { object.fill(with: snapshot) }
         return object
     }
 }

@@ -29,17 +29,27 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     var isDeletedStorage = false
     /// True while the object's context holds a reference in the coordinator's row cache for it.
     @exclusivity(unchecked) var holdsCacheReference = false
+    /// True while ``values`` are those of the snapshot, a row of ``DecodedRows``.
+    @exclusivity(unchecked) private var valuesInSnapshot = false
     /// The context, while the object is registered in it. Not a weak reference (forming one
     /// per fetched object cost a quarter of registering it): every path that takes an object
     /// out of a context's identity map clears it, and so does the context's `deinit` for the
     /// objects still registered.
     @exclusivity(unchecked) unowned(unsafe) var contextStorage: ManagedObjectContext?
 
-    /// Current values, one per property; empty while the object is a fault.
-    @exclusivity(unchecked) var values: [AttributeValue] = []
+    /// The values of ``values`` when they are not the snapshot's.
+    @exclusivity(unchecked) private var ownValues: [AttributeValue] = []
     /// The committed state (``snapshot``), or, while the object is a fault of an
     /// asynchronous fetch, the row it waits to be filled with (``pendingRow``).
-    @exclusivity(unchecked) private var rowStorage: RowSnapshot?
+    @exclusivity(unchecked) private var rowStorage: RowSnapshot? {
+        willSet {
+            // Values read through the snapshot stay what they were.
+            if valuesInSnapshot, let rowStorage {
+                ownValues = rowStorage.values.array
+                valuesInSnapshot = false
+            }
+        }
+    }
     /// The first 64 changed properties (``changedProperties``).
     @exclusivity(unchecked) private var changedBits: UInt64 = 0
     /// What few objects need, allocated the first time one of them is set: every 8 bytes
@@ -110,6 +120,46 @@ open class ManagedObject: Hashable, CustomStringConvertible {
         }
     }
 
+    /// Current values, one per property; empty while the object is a fault. An object filled
+    /// with a fetched row (``fill(with:)``) reads them from its snapshot until one changes:
+    /// a million fetched objects then cost no array each.
+    var values: PropertyValues {
+        get {
+            if valuesInSnapshot, let rowStorage { return rowStorage.values }
+            return PropertyValues(ownValues)
+        }
+        set {
+            ownValues = newValue.array
+            valuesInSnapshot = false
+        }
+        _modify {
+            if valuesInSnapshot, let rowStorage {
+                ownValues = rowStorage.values.array
+                valuesInSnapshot = false
+            }
+            // Moved out, so that a change does not copy the array.
+            var values = PropertyValues(ownValues)
+            ownValues = []
+            defer { ownValues = values.array }
+            yield &values
+        }
+    }
+
+    /// Makes the object hold the committed state `snapshot`, its values those of the
+    /// snapshot: no longer a fault, no changes.
+    func fill(with snapshot: RowSnapshot) {
+        let snapshot = snapshot.decoded()
+        valuesInSnapshot = false
+        rowStorage = snapshot
+        if snapshot.isShared {
+            ownValues = []
+            valuesInSnapshot = true
+        } else {
+            ownValues = snapshot.values.array
+        }
+        isFaultStorage = false
+    }
+
     /// The entity of the object.
     public var entity: EntityDescription { objectID.entity }
 
@@ -141,7 +191,7 @@ open class ManagedObject: Hashable, CustomStringConvertible {
         // An object outside any context gets a temporary number when it is inserted; fetched
         // objects get their row's ID at once, and so never draw one.
         self.objectID = context == nil ? .unassigned(for: entity) : .temporary(for: entity)
-        values = entity.defaultValues
+        ownValues = entity.defaultValues
         isFaultStorage = false
         context?.insert(self)
     }

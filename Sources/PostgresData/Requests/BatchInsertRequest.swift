@@ -119,7 +119,7 @@ public struct BatchInsertRequest: Sendable {
         }
         var buffer = PostgresBuffer(capacity: 1 << 16)
         var count = 0
-        object.values = defaults
+        object.values = PropertyValues(defaults)
         while true {
             // Reset in place: the object's storage stays unique, so no allocation per row.
             object.values.withUnsafeMutableBufferPointer { values in

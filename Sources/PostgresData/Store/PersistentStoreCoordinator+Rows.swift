@@ -63,8 +63,7 @@ extension PersistentStoreCoordinator {
     static func fetchSnapshots(_ entity: EntityDescription, keys: [Int64], on connection: Connection) async throws -> [(Int64, RowSnapshot)] {
         let result = try await connection.query(
             "SELECT \(selectList(entity)) FROM \(quoteIdentifier(entity.tableName)) AS t WHERE t.\"id\" = ANY($1)", keys)
-        let decoder = SnapshotDecoder(entity: entity, result: result)
-        return try result.map(decoder.decode)
+        return try SnapshotDecoder.snapshots(of: result, entity: entity)
     }
 
     /// Rows of a fetch request, in its order.
@@ -94,9 +93,7 @@ extension PersistentStoreCoordinator {
             var start = 0
             while start < result.count, !channel.isStopped {
                 let end = min(result.count, start + batchSize)
-                var rows: [(Int64, RowSnapshot)] = []
-                rows.reserveCapacity(end - start)
-                for index in start..<end { rows.append(try decoder.decode(result[index])) }
+                let rows = try decoder.snapshots(of: result, rows: start..<end)
                 channel.send(SnapshotBatch(rows: rows, total: result.count))
                 start = end
             }

@@ -1,7 +1,8 @@
 /// The values of one row as the store last read or wrote them, with the row version
-/// (`xmin`) they belong to. Immutable; its values array is shared (copy on write) by the
-/// row cache, every context holding the row, and the objects filled from it, so a fetched
-/// row costs one allocation.
+/// (`xmin`) they belong to. Immutable; its values are shared (copy on write) by the row
+/// cache, every context holding the row, and the objects filled from it. A fetched row is a
+/// row of ``DecodedRows`` (its values in an array shared with a few hundred other rows); a
+/// saved one has an array of its own.
 ///
 /// A row fetched for a fault of an asynchronous fetch stays *encoded*: libpq's binary bytes
 /// in the result it came in (``EncodedRows``), decoded when the fault fires — a fetch of a
@@ -12,6 +13,7 @@ struct RowSnapshot: Sendable {
     // version, in every object and row-cache entry (a million of each for a large fetch).
     private enum Storage {
         case decoded([AttributeValue])
+        case shared(DecodedRows)
         case encoded(EncodedRows)
     }
 
@@ -27,6 +29,16 @@ struct RowSnapshot: Sendable {
         self.version = version
     }
 
+    init(values: PropertyValues, version: UInt32) {
+        self.init(values: values.array, version: version)
+    }
+
+    init(row: Int, of rows: DecodedRows, version: UInt32) {
+        self.storage = .shared(rows)
+        self.row = Int32(row)
+        self.version = version
+    }
+
     init(row: Int, of rows: EncodedRows, version: UInt32) {
         self.storage = .encoded(rows)
         self.row = Int32(row)
@@ -35,11 +47,18 @@ struct RowSnapshot: Sendable {
 
     /// One value per property of the entity (relationships loaded on demand hold `.null`);
     /// an encoded row is decoded on every call: keep ``decoded()`` instead.
-    var values: [AttributeValue] {
+    var values: PropertyValues {
         switch storage {
-        case .decoded(let values): values
-        case .encoded(let rows): rows.values(at: Int(row))
+        case .decoded(let values): PropertyValues(values)
+        case .shared(let rows): rows.values(at: Int(row))
+        case .encoded(let rows): PropertyValues(rows.values(at: Int(row)))
         }
+    }
+
+    /// True for a row of ``DecodedRows``: an object filled with it reads its values here
+    /// until it changes one.
+    var isShared: Bool {
+        if case .shared = storage { true } else { false }
     }
 
     var isEncoded: Bool {

@@ -33,12 +33,49 @@ struct SnapshotDecoder: Sendable {
         fast && columns.allSatisfy(\.decodesWithoutFailure)
     }
 
+    /// How many rows share one array of values (``DecodedRows``): few enough that an object
+    /// kept from a large fetch keeps little else alive, enough that allocations are rare.
+    static let chunkRows = 256
+
     /// Every row of `result`, each with its key.
     static func snapshots(of result: QueryResult, entity: EntityDescription) throws -> [(Int64, RowSnapshot)] {
-        let decoder = SnapshotDecoder(entity: entity, result: result)
+        try SnapshotDecoder(entity: entity, result: result).snapshots(of: result, rows: 0..<result.count)
+    }
+
+    /// The rows `range` of `result`, each with its key; their values decoded into arrays
+    /// shared by up to ``chunkRows`` rows.
+    func snapshots(of result: QueryResult, rows range: Range<Int>) throws -> [(Int64, RowSnapshot)] {
         var rows: [(Int64, RowSnapshot)] = []
-        rows.reserveCapacity(result.count)
-        for row in result { rows.append(try decoder.decode(row)) }
+        rows.reserveCapacity(range.count)
+        guard fast else {
+            for index in range { rows.append(try decode(result[index])) }
+            return rows
+        }
+        var start = range.lowerBound
+        while start < range.upperBound {
+            let end = min(range.upperBound, start + Self.chunkRows)
+            var identities: [(Int64, UInt32)] = []
+            identities.reserveCapacity(end - start)
+            let values = try [AttributeValue](unsafeUninitializedCapacity: (end - start) * propertyCount) { buffer, count in
+                // Properties without a column (to-many relationships) hold NULL.
+                buffer.initialize(repeating: .null)
+                count = buffer.count
+                var offset = 0
+                for index in start..<end {
+                    let row = result[index]
+                    identities.append(try identity(of: row))
+                    for position in 0..<columns.count {
+                        buffer[offset + indices[position]] = try columns[position].value(row)
+                    }
+                    offset += propertyCount
+                }
+            }
+            let decoded = DecodedRows(values: values, width: propertyCount)
+            for (row, (key, version)) in identities.enumerated() {
+                rows.append((key, RowSnapshot(row: row, of: decoded, version: version)))
+            }
+            start = end
+        }
         return rows
     }
 
@@ -56,7 +93,7 @@ struct SnapshotDecoder: Sendable {
 
     /// The row's values, one per property.
     func values(of row: Row) throws -> [AttributeValue] {
-        guard fast else { return try PersistentStoreCoordinator.decodeSnapshot(row, entity: entity).1.values }
+        guard fast else { return try PersistentStoreCoordinator.decodeSnapshot(row, entity: entity).1.values.array }
         return try [AttributeValue](unsafeUninitializedCapacity: propertyCount) { buffer, count in
             // Properties without a column (to-many relationships) hold NULL.
             buffer.initialize(repeating: .null)
