@@ -67,6 +67,20 @@ func makeObjectWorkloads(container: PersistentContainer, client connection: Conn
             try rawFetchStructs(raw, rows: rows)
         })
     }
+    func asynchronousFetch(_ name: String, rawWithVersions: Bool) -> Workload {
+        Workload(name: name, prepare: fullTable, client: {
+            let context = container.newBackgroundContext()
+            var request = FetchRequest<BenchItem>()
+            request.fetchBatchSize = 10_000
+            let asynchronous = AsynchronousFetchRequest(fetchRequest: request)
+            let result = try await context.perform { () throws in try context.execute(asynchronous) }
+            try await result.wait()
+            precondition(result.progress.completedUnitCount == Int64(rows))
+            fetched.context = context
+        }, raw: {
+            try rawCursorStructs(raw, rows: rows, withVersions: rawWithVersions)
+        })
+    }
     return [
         fetchWorkload("W2 fetch \(rows.formatted()) as objects") { context in
             var request = FetchRequest<BenchItem>()
@@ -85,18 +99,9 @@ func makeObjectWorkloads(container: PersistentContainer, client connection: Conn
         fetchWorkload("W2 fetch \(rows.formatted()) as Swift dictionaries") { context in
             try context.fetch(FetchRequest<[String: AttributeValue]>(entityName: "BenchItem"))
         },
-        Workload(name: "W3 asynchronous fetch \(rows.formatted()), batches of 10,000", prepare: fullTable, client: {
-            let context = container.newBackgroundContext()
-            var request = FetchRequest<BenchItem>()
-            request.fetchBatchSize = 10_000
-            let asynchronous = AsynchronousFetchRequest(fetchRequest: request)
-            let result = try await context.perform { () throws in try context.execute(asynchronous) }
-            try await result.wait()
-            precondition(result.progress.completedUnitCount == Int64(rows))
-            fetched.context = context
-        }, raw: {
-            try rawCursorStructs(raw, rows: rows)
-        }),
+        asynchronousFetch("W3 asynchronous fetch \(rows.formatted()), batches of 10,000", rawWithVersions: false),
+        // The same fetch against a raw loop that also reads the row versions PostgresData needs.
+        asynchronousFetch("W3 asynchronous fetch vs cursor loop with xmin", rawWithVersions: true),
         Workload(name: "W3 walk \(rows.formatted()) in batches of 10,000, released", prepare: fullTable, client: {
             let context = container.newBackgroundContext()
             var request = FetchRequest<BenchItem>()

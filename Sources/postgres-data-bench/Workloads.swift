@@ -20,6 +20,9 @@ struct Workload {
 }
 
 let selectAll = "SELECT id, name, created_at, done, weight FROM items"
+/// The same with each row's version (`xmin`), which PostgresData reads for optimistic
+/// locking: the server must then project every row instead of sending the stored tuple.
+let selectAllWithVersions = "SELECT id, name, created_at, done, weight, xmin FROM items"
 let epoch = Date(timeIntervalSince1970: 1_704_067_200)
 
 func makeWorkloads(client connection: Connection, raw: RawConnection, rows: Int) -> [Workload] {
@@ -122,10 +125,10 @@ func rawFetchStructs(_ raw: RawConnection, rows: Int) throws {
 }
 
 /// The raw baseline of cursor streams: `DECLARE`, then `FETCH FORWARD 10000` in binary
-/// into structs until the cursor is exhausted.
-func rawCursorStructs(_ raw: RawConnection, rows: Int) throws {
+/// into structs until the cursor is exhausted; `withVersions` reads each row's `xmin` too.
+func rawCursorStructs(_ raw: RawConnection, rows: Int, withVersions: Bool = false) throws {
     try raw.exec("BEGIN READ ONLY")
-    try raw.exec("DECLARE c NO SCROLL CURSOR FOR \(selectAll)")
+    try raw.exec("DECLARE c NO SCROLL CURSOR FOR \(withVersions ? selectAllWithVersions : selectAll)")
     var count = 0
     var weights = 0
     while true {
@@ -134,6 +137,9 @@ func rawCursorStructs(_ raw: RawConnection, rows: Int) throws {
         for row in 0..<batch {
             let item = rawItem(result, row)
             weights &+= Int(item.weight)
+            if withVersions {
+                weights &+= Int(UInt32(bigEndian: UnsafeRawPointer(PQgetvalue(result, row, 5)).loadUnaligned(as: UInt32.self)))
+            }
         }
         count += Int(batch)
         PQclear(result)
