@@ -4,7 +4,7 @@
 /// Core Data equivalent: `NSExpressionDescription` with an `NSExpression(forFunction:arguments:)`.
 ///
 /// ```swift
-/// var request = FetchRequest<[String: AttributeValue]>(entityName: "Item")
+/// var request = FetchRequest<FetchedDictionary>(entityName: "Item")
 /// request.propertiesToFetch = ["done", .expression(.sum("weight", as: "totalWeight")), .expression(.count("id", as: "items"))]
 /// request.propertiesToGroupBy = ["done"]
 /// ```
