@@ -145,8 +145,8 @@ open class ManagedObject: Hashable, CustomStringConvertible {
         }
     }
 
-    /// Makes the object hold the committed state `snapshot`, its values those of the
-    /// snapshot: no longer a fault, no changes.
+    /// Makes the object hold the committed state `snapshot` and take its values: no longer a
+    /// fault. Changed properties are left to the caller.
     func fill(with snapshot: RowSnapshot) {
         let snapshot = snapshot.decoded()
         valuesInSnapshot = false

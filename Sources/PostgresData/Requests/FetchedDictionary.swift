@@ -24,10 +24,13 @@ public struct FetchedDictionary: Sendable, Hashable, Collection, ExpressibleByDi
     final class Rows: Sendable {
         let keys: [String]
         let values: [AttributeValue]
+        /// Each key's position in a row.
+        let positions: [String: Int]
 
         init(keys: [String], values: [AttributeValue]) {
             self.keys = keys
             self.values = values
+            positions = Dictionary(keys.enumerated().map { ($0.element, $0.offset) }, uniquingKeysWith: { first, _ in first })
         }
 
         /// The results, one per row of `values`.
@@ -61,7 +64,7 @@ public struct FetchedDictionary: Sendable, Hashable, Collection, ExpressibleByDi
 
     /// The value of `key`, or nil when the value is NULL or the key was not fetched.
     public subscript(key: String) -> AttributeValue? {
-        guard let position = rows.keys.firstIndex(of: key) else { return nil }
+        guard let position = rows.positions[key] else { return nil }
         let value = rows.values[start + position]
         return value.isNull ? nil : value
     }
