@@ -90,16 +90,21 @@ import Testing
         }
     }
 
-    @Test func batchedFetchFillsABatchPerQueryAndKeepsFewFilled() async throws {
-        let container = try await makeContainer()
+    /// Saves items "item 000", "item 001", … weighing their number modulo `weightModulo`.
+    func seedNumberedItems(_ container: PersistentContainer, count: Int, weightModulo: Int) async throws {
         try await container.performBackgroundTask { context in
-            for index in 0..<250 {
+            for index in 0..<count {
                 let item = Item(context: context)
                 item.name = String(format: "item %03d", index)
-                item.weight = index % 100
+                item.weight = index % weightModulo
             }
             try context.save()
         }
+    }
+
+    @Test func batchedFetchFillsABatchPerQueryAndKeepsFewFilled() async throws {
+        let container = try await makeContainer()
+        try await seedNumberedItems(container, count: 250, weightModulo: 100)
         let coordinator = container.persistentStoreCoordinator
         let context = container.newBackgroundContext()
         try await context.perform { () throws in
@@ -153,14 +158,7 @@ import Testing
     /// a rollback or a refresh of one touches no other object and no committed value.
     @Test func objectsSharingDecodedRowsChangeAlone() async throws {
         let container = try await makeContainer()
-        try await container.performBackgroundTask { context in
-            for index in 0..<600 {
-                let item = Item(context: context)
-                item.name = String(format: "item %03d", index)
-                item.weight = index % 1000
-            }
-            try context.save()
-        }
+        try await seedNumberedItems(container, count: 600, weightModulo: 1000)
         let context = container.newBackgroundContext()
         try await context.perform { () throws in
             var request = FetchRequest<Item>(sortDescriptors: [FetchSortDescriptor(key: "name")])
