@@ -42,13 +42,8 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     /// The committed state (``snapshot``), or, while the object is a fault of an
     /// asynchronous fetch, the row it waits to be filled with (``pendingRow``).
     @exclusivity(unchecked) private var rowStorage: RowSnapshot? {
-        willSet {
-            // Values read through the snapshot stay what they were.
-            if valuesInSnapshot, let rowStorage {
-                ownValues = rowStorage.values.array
-                valuesInSnapshot = false
-            }
-        }
+        // Values read through the snapshot stay what they were.
+        willSet { takeValuesFromSnapshot() }
     }
     /// The first 64 changed properties (``changedProperties``).
     @exclusivity(unchecked) private var changedBits: UInt64 = 0
@@ -133,16 +128,20 @@ open class ManagedObject: Hashable, CustomStringConvertible {
             valuesInSnapshot = false
         }
         _modify {
-            if valuesInSnapshot, let rowStorage {
-                ownValues = rowStorage.values.array
-                valuesInSnapshot = false
-            }
+            takeValuesFromSnapshot()
             // Moved out, so that a change does not copy the array.
             var values = PropertyValues(ownValues)
             ownValues = []
             defer { ownValues = values.array }
             yield &values
         }
+    }
+
+    /// Gives the object its own copy of the values it reads through its snapshot, if it does.
+    private func takeValuesFromSnapshot() {
+        guard valuesInSnapshot, let rowStorage else { return }
+        ownValues = rowStorage.values.array
+        valuesInSnapshot = false
     }
 
     /// Makes the object hold the committed state `snapshot` and take its values: no longer a

@@ -42,21 +42,22 @@ struct PropertyValues: RandomAccessCollection, MutableCollection, ExpressibleByA
         }
         set {
             precondition(index >= 0 && index < count, "property index \(index) out of range 0..<\(count)")
-            if start != 0 || count != base.count {
-                base = array
-                start = 0
-            }
+            makeOwnArray()
             base[index] = newValue
         }
     }
 
     /// Calls `body` with the values' storage, made an array of their own first.
     mutating func withUnsafeMutableBufferPointer<Result>(_ body: (inout UnsafeMutableBufferPointer<AttributeValue>) throws -> Result) rethrows -> Result {
-        if start != 0 || count != base.count {
-            base = array
-            start = 0
-        }
+        makeOwnArray()
         return try base.withUnsafeMutableBufferPointer(body)
+    }
+
+    /// Copies a view's row out of the shared rows, before its first change.
+    private mutating func makeOwnArray() {
+        guard start != 0 || count != base.count else { return }
+        base = array
+        start = 0
     }
 
     static func == (lhs: PropertyValues, rhs: PropertyValues) -> Bool {
