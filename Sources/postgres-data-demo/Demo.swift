@@ -165,7 +165,7 @@ struct Demo {
 
     private func cancelFetches() async throws {
         let pool = try container.persistentStoreCoordinator.connectionPool
-        let openBefore = await pool.statistics.open
+        let openBefore = pool.statistics.open
         let reader = container.newBackgroundContext()
         var latencies: [Duration] = []
         var rowsAtCancel: [Int] = []
@@ -195,7 +195,7 @@ struct Demo {
         next.fetchLimit = 10_000
         let nextRequest = next
         let fetched = try await reader.perform { () throws in try reader.fetch(nextRequest).count }
-        let openAfter = await pool.statistics.open
+        let openAfter = pool.statistics.open
         let inTransaction = try await database.scalar("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND state LIKE 'idle in transaction%'")
         print("  ✓ the next fetch returned \(fetched.formatted()) items; pool connections open before \(openBefore), after \(openAfter); sessions idle in a transaction: \(inTransaction)")
     }

@@ -17,7 +17,7 @@ struct ConnectionPoolTests {
                             try await connection.query("SELECT $1::int8", Int64(task * 50 + query))[0].decode(Int64.self, at: 0)
                         }
                         if query % 10 == 0 {
-                            let open = await pool.statistics.open
+                            let open = pool.statistics.open
                             peakOpen.withLock { $0 = max($0, open) }
                         }
                     }
@@ -27,7 +27,7 @@ struct ConnectionPoolTests {
             return try await group.reduce(0, +)
         }
         #expect(total == (0..<10_000).reduce(0, +))
-        let statistics = await pool.statistics
+        let statistics = pool.statistics
         #expect(statistics.open <= 8)
         #expect(peakOpen.withLock { $0 } <= 8)
         #expect(statistics.leased == 0)
@@ -63,7 +63,7 @@ struct ConnectionPoolTests {
         }
         #expect(kinds.count == 12 && kinds.allSatisfy { $0 == .connectionFailed }, "\(kinds)")
         // An attempt started for a waiter that another attempt's error already served ends too.
-        try await Deadline.poll("no connection open or opening") { await pool.statistics.open == 0 }
+        try await Deadline.poll("no connection open or opening") { pool.statistics.open == 0 }
         await pool.shutdown()
     }
 
@@ -77,7 +77,7 @@ struct ConnectionPoolTests {
                 try await pool.withConnection { _ in order.withLock { $0.append(index) } }
             })
             // Let each waiter enqueue before the next one starts.
-            for _ in 0..<500 where await pool.statistics.waiting < index + 1 { try await Task.sleep(for: .milliseconds(5)) }
+            for _ in 0..<500 where pool.statistics.waiting < index + 1 { try await Task.sleep(for: .milliseconds(5)) }
         }
         await pool.release(held)
         for waiter in waiters { try await waiter.value }
@@ -140,7 +140,7 @@ struct ConnectionPoolTests {
         // The pool serves again without a restart.
         let value = try await pool.withConnection { try await $0.query("SELECT 5")[0].decode(Int32.self, at: 0) }
         #expect(value == 5)
-        #expect(await pool.statistics.open <= 4)
+        #expect(pool.statistics.open <= 4)
         await pool.shutdown()
     }
 
@@ -182,9 +182,9 @@ struct ConnectionPoolTests {
 
     @Test func minimumConnectionsAreOpenedUpFront() async throws {
         let pool = ConnectionPool(configuration: try await TestServer.configuration(), minimumConnections: 3, maximumConnections: 5)
-        for _ in 0..<250 where await pool.statistics.idle < 3 { try await Task.sleep(for: .milliseconds(20)) }
-        #expect(await pool.statistics.open == 3)
-        #expect(await pool.statistics.idle == 3)
+        for _ in 0..<250 where pool.statistics.idle < 3 { try await Task.sleep(for: .milliseconds(20)) }
+        #expect(pool.statistics.open == 3)
+        #expect(pool.statistics.idle == 3)
         await pool.shutdown()
     }
 }

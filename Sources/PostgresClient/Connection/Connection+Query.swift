@@ -108,14 +108,9 @@ extension Connection {
     }
 
     private func runCancellable<R>(token: CancelToken, timeout: Duration?, _ body: (CancelToken) throws -> R) throws -> R {
-        var timer: DispatchWorkItem?
-        if let timeout {
-            let item = DispatchWorkItem { token.cancel(.timeout) }
-            let (seconds, attoseconds) = timeout.components
-            let nanoseconds = Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000)
-            CancelHandle.queue.asyncAfter(deadline: .now() + .nanoseconds(nanoseconds), execute: item)
-            timer = item
-        }
+        // A library timer: it fires however many threads of Dispatch or of the cooperative
+        // pool callers block.
+        let timer = timeout.map { timeout in LibraryExecutor.shared.schedule(after: timeout) { token.cancel(.timeout) } }
         defer { timer?.cancel() }
         if Task.isCancelled { token.cancel(.task) }
         return try body(token)

@@ -6,7 +6,7 @@ import Foundation
 /// A ``Connection`` uses one as its actor executor, so libpq's blocking calls
 /// (`PQgetResult`, `PQputCopyData`, `PQconnectdbParams`) block this thread only and
 /// never a thread of Swift's cooperative pool.
-final class ConnectionThread: SerialExecutor, @unchecked Sendable {
+final class ConnectionThread: SerialExecutor, TaskExecutor, @unchecked Sendable {
     // Guarded by `condition`.
     private var jobs = Deque<UnownedJob>()
     private var stopping = false

@@ -19,171 +19,271 @@ import Logging
 /// - An idle connection whose socket shows unexpected data (the server's "terminating
 ///   connection" message, say) is checked before it is handed out.
 /// - ``shutdown()`` refuses new leases and waits for the current ones to come back.
-public actor ConnectionPool {
-    public nonisolated let configuration: Configuration
-    public nonisolated let minimumConnections: Int
-    public nonisolated let maximumConnections: Int
-    public nonisolated let leaseTimeout: Duration
-    nonisolated let logger: Logger
+///
+/// ## Threads
+///
+/// The pool is a lock, not an actor: taking an idle connection costs no thread hop. In
+/// ``withConnection(_:)`` the body runs on the connection's own thread, and waiting for a
+/// connection (and everything after it) runs on the library's own threads, so a task that
+/// holds a connection never needs a thread of the cooperative pool or of Dispatch to give it
+/// back: callers that block every such thread cannot deadlock the pool. Lease timeouts and
+/// background connects run on the library's threads too.
+public final class ConnectionPool: Sendable {
+    public let configuration: Configuration
+    public let minimumConnections: Int
+    public let maximumConnections: Int
+    public let leaseTimeout: Duration
+    let logger: Logger
 
-    private var idle: [Connection] = []
-    private var waiters = Deque<Waiter>()
-    private var openCount = 0
-    private var leasedCount = 0
-    private var isShutDown = false
-    private var drainWaiters: [CheckedContinuation<Void, Never>] = []
-    private var closing: [Task<Void, Never>] = []
-    private var nextWaiterID = 0
+    private struct State {
+        var idle: [Connection] = []
+        var waiters = Deque<Waiter>()
+        var openCount = 0
+        var leasedCount = 0
+        var isShutDown = false
+        var drainWaiters: [CheckedContinuation<Void, Never>] = []
+        var closing: [Task<Void, Never>] = []
+        var nextWaiterID = 0
+    }
 
     private struct Waiter {
         let id: Int
         let continuation: CheckedContinuation<Connection, Error>
+        let timer: LibraryTimer
     }
 
-    /// Creates a pool; connections open on demand, and `minimumConnections` are opened in the background.
+    private let state = Locked(State())
+
+    /// Creates a pool; connections open on demand, and `minimumConnections` are opened in
+    /// the background. A `maximumConnections` below 1 counts as 1.
     public init(configuration: Configuration, minimumConnections: Int = 0, maximumConnections: Int = 8,
                 leaseTimeout: Duration = .seconds(30), logger: Logger = Logger(label: "PostgresClient.pool")) {
-        precondition(maximumConnections >= 1, "a pool needs at least one connection")
         self.configuration = configuration
-        self.minimumConnections = min(max(0, minimumConnections), maximumConnections)
-        self.maximumConnections = maximumConnections
+        self.maximumConnections = max(1, maximumConnections)
+        self.minimumConnections = min(max(0, minimumConnections), self.maximumConnections)
         self.leaseTimeout = leaseTimeout
         self.logger = logger
-        if minimumConnections > 0 {
-            Task { await self.fillToMinimum() }
+        if self.minimumConnections > 0 {
+            Task(executorPreference: LibraryExecutor.shared) { await self.fillToMinimum() }
         }
     }
 
     /// Numbers for monitoring.
     public struct Statistics: Sendable, Hashable {
+        /// Connections open or opening.
         public var open: Int
+        /// Open connections waiting for a lease.
         public var idle: Int
+        /// Connections leased now.
         public var leased: Int
+        /// Leases waiting for a connection.
         public var waiting: Int
     }
 
+    /// The pool's numbers now.
     public var statistics: Statistics {
-        Statistics(open: openCount, idle: idle.count, leased: leasedCount, waiting: waiters.count)
+        state.withLock { Statistics(open: $0.openCount, idle: $0.idle.count, leased: $0.leasedCount, waiting: $0.waiters.count) }
     }
 
     /// Leases a connection for the duration of `body` and returns it afterwards, whatever happens.
+    ///
+    /// `body` runs on the connection's thread (unless it is isolated to an actor of its own);
+    /// a wait for a free connection runs on the library's threads. Either way, from the lease
+    /// to the release nothing needs a thread that callers could have blocked.
     @discardableResult
     nonisolated(nonsending)
     public func withConnection<Result>(_ body: (Connection) async throws -> Result) async throws -> Result {
-        let connection = try await lease()
-        do {
-            let result = try await body(connection)
-            await release(connection)
-            return result
-        } catch {
-            await release(connection)
-            throw error
+        if let connection = takeIdleConnection() {
+            return try await run(body, on: connection)
+        }
+        return try await withTaskExecutorPreference(LibraryExecutor.shared) {
+            let connection = try await self.lease()
+            return try await self.run(body, on: connection)
         }
     }
 
-    /// Leases a connection; give it back with ``release(_:)``. Prefer ``withConnection(_:)``.
-    public func lease() async throws -> Connection {
-        guard !isShutDown else { throw Self.closedError() }
-        while let connection = idle.popLast() {
-            if await isHealthy(connection) {
-                leasedCount += 1
-                return connection
-            }
-            discard(connection)
-            guard !isShutDown else { throw Self.closedError() }
-        }
-        if openCount < maximumConnections && waiters.isEmpty {
-            openCount += 1
+    nonisolated(nonsending)
+    private func run<Result>(_ body: (Connection) async throws -> Result, on connection: Connection) async throws -> Result {
+        try await withTaskExecutorPreference(connection.thread) {
             do {
-                let connection = try await Connection.connect(configuration, logger: logger)
-                leasedCount += 1
-                return connection
+                let result = try await body(connection)
+                await self.release(connection)
+                return result
             } catch {
-                openCount -= 1
-                serveWaitersAfterCapacityFreed()
+                await self.release(connection)
                 throw error
             }
         }
-        return try await waitForConnection()
+    }
+
+    /// An idle connection that needs no check, taken without waiting; nil when there is
+    /// none (the slow path then checks, opens or waits).
+    private func takeIdleConnection() -> Connection? {
+        state.withLock { state -> Connection? in
+            guard !state.isShutDown, let connection = state.idle.last,
+                  connection.idleSocketState() == .quiet, !connection.isClosed else { return nil }
+            state.idle.removeLast()
+            state.leasedCount += 1
+            return connection
+        }
+    }
+
+    /// Leases a connection; give it back with ``release(_:)``. Prefer ``withConnection(_:)``,
+    /// which also keeps the holder off threads that callers can exhaust.
+    public func lease() async throws -> Connection {
+        while true {
+            enum Step { case check(Connection), open, wait }
+            let step = try state.withLock { state throws -> Step in
+                guard !state.isShutDown else { throw Self.closedError() }
+                if let connection = state.idle.popLast() {
+                    state.leasedCount += 1
+                    return .check(connection)
+                }
+                if state.openCount < maximumConnections && state.waiters.isEmpty {
+                    state.openCount += 1
+                    return .open
+                }
+                return .wait
+            }
+            switch step {
+            case .check(let connection):
+                if await isHealthy(connection) { return connection }
+                state.withLock { $0.leasedCount -= 1 }
+                discard(connection)
+            case .open:
+                do {
+                    let connection = try await Connection.connect(configuration, logger: logger)
+                    state.withLock { $0.leasedCount += 1 }
+                    return connection
+                } catch {
+                    state.withLock { $0.openCount -= 1 }
+                    serveWaitersAfterCapacityFreed()
+                    throw error
+                }
+            case .wait:
+                return try await waitForConnection()
+            }
+        }
     }
 
     /// Returns a leased connection. It is rolled back if it is inside a transaction and
     /// closed if it broke; either way the pool stays usable.
     public func release(_ connection: Connection) async {
-        leasedCount -= 1
         var reusable = !connection.isClosed
         if reusable && connection.health.withLock({ $0.needsReset }) {
             reusable = await connection.resetForReuse()
         }
-        if !reusable || isShutDown {
-            discard(connection)
-        } else if !waiters.isEmpty {
-            let waiter = waiters.removeFirst()
-            leasedCount += 1
-            waiter.continuation.resume(returning: connection)
-        } else {
-            idle.append(connection)
+        enum Next { case discard, handOff(CheckedContinuation<Connection, Error>, LibraryTimer), idle }
+        let (next, drained) = state.withLock { state -> (Next, [CheckedContinuation<Void, Never>]) in
+            state.leasedCount -= 1
+            var next = Next.idle
+            if !reusable || state.isShutDown {
+                next = .discard
+            } else if let waiter = state.waiters.popFirst() {
+                state.leasedCount += 1
+                next = .handOff(waiter.continuation, waiter.timer)
+            } else {
+                state.idle.append(connection)
+            }
+            return (next, state.leasedCount == 0 && state.isShutDown ? finishShutdownLocked(&state) : [])
         }
-        if leasedCount == 0 && isShutDown { finishShutdown() }
+        switch next {
+        case .discard: discard(connection)
+        case .handOff(let continuation, let timer):
+            timer.cancel()
+            continuation.resume(returning: connection)
+        case .idle: break
+        }
+        drained.forEach { $0.resume() }
     }
 
     /// Refuses new leases, fails the waiting ones, waits for leased connections to come
     /// back, and closes every connection.
     public func shutdown() async {
-        isShutDown = true
-        while let waiter = waiters.popFirst() {
+        let (waiters, mustWait) = state.withLock { state -> ([Waiter], Bool) in
+            state.isShutDown = true
+            let waiters = Array(state.waiters)
+            state.waiters.removeAll()
+            return (waiters, state.leasedCount > 0)
+        }
+        for waiter in waiters {
+            waiter.timer.cancel()
             waiter.continuation.resume(throwing: Self.closedError())
         }
-        if leasedCount > 0 {
-            await withCheckedContinuation { drainWaiters.append($0) }
+        if mustWait {
+            await withCheckedContinuation { continuation in
+                let ready = state.withLock { state -> Bool in
+                    guard state.leasedCount > 0 else { return true }
+                    state.drainWaiters.append(continuation)
+                    return false
+                }
+                if ready { continuation.resume() }
+            }
         }
-        finishShutdown()
-        let closing = self.closing
-        self.closing.removeAll()
+        let (idle, closing, drained) = state.withLock { state -> ([Connection], [Task<Void, Never>], [CheckedContinuation<Void, Never>]) in
+            let idle = state.idle
+            state.idle.removeAll()
+            let drained = finishShutdownLocked(&state)
+            let closing = state.closing
+            state.closing.removeAll()
+            return (idle, closing, drained)
+        }
+        drained.forEach { $0.resume() }
+        for connection in idle { discard(connection) }
         for task in closing { await task.value }
+        let late = state.withLock { state -> [Task<Void, Never>] in
+            defer { state.closing.removeAll() }
+            return state.closing
+        }
+        for task in late { await task.value }
     }
 
-    private func finishShutdown() {
-        for connection in idle { discard(connection) }
-        idle.removeAll()
-        let continuations = drainWaiters
-        drainWaiters.removeAll()
-        continuations.forEach { $0.resume() }
+    private func finishShutdownLocked(_ state: inout State) -> [CheckedContinuation<Void, Never>] {
+        let continuations = state.drainWaiters
+        state.drainWaiters.removeAll()
+        return continuations
     }
 
     private func waitForConnection() async throws -> Connection {
-        nextWaiterID += 1
-        let id = nextWaiterID
-        let timeout = leaseTimeout
-        let timer = Task { [weak self] in
-            try await Task.sleep(for: timeout)
-            await self?.expireWaiter(id)
+        let id = state.withLock { state -> Int in
+            state.nextWaiterID += 1
+            return state.nextWaiterID
         }
-        defer { timer.cancel() }
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
-                waiters.append(Waiter(id: id, continuation: continuation))
+                let timer = LibraryExecutor.shared.schedule(after: leaseTimeout) { [weak self] in self?.expireWaiter(id) }
+                let refused = state.withLock { state -> Bool in
+                    guard !state.isShutDown else { return true }
+                    state.waiters.append(Waiter(id: id, continuation: continuation, timer: timer))
+                    return false
+                }
+                if refused {
+                    timer.cancel()
+                    continuation.resume(throwing: Self.closedError())
+                    return
+                }
                 // Capacity freed by failed connection attempts serves the queue, not the next caller.
                 serveWaitersAfterCapacityFreed()
             }
         } onCancel: {
-            Task { await self.cancelWaiter(id) }
+            self.removeWaiter(id)?.resume(throwing: CancellationError())
         }
     }
 
+    private func removeWaiter(_ id: Int) -> CheckedContinuation<Connection, Error>? {
+        let waiter = state.withLock { state -> Waiter? in
+            guard let index = state.waiters.firstIndex(where: { $0.id == id }) else { return nil }
+            return state.waiters.remove(at: index)
+        }
+        waiter?.timer.cancel()
+        return waiter?.continuation
+    }
+
     private func expireWaiter(_ id: Int) {
-        guard let index = waiters.firstIndex(where: { $0.id == id }) else { return }
-        let waiter = waiters.remove(at: index)
-        waiter.continuation.resume(throwing: PostgresError(
+        removeWaiter(id)?.resume(throwing: PostgresError(
             .poolTimeout,
             message: "no connection became free within \(leaseTimeout) (all \(maximumConnections) are leased)",
             hint: "Raise maximumConnections or leaseTimeout, or hold connections for shorter periods."))
-    }
-
-    private func cancelWaiter(_ id: Int) {
-        guard let index = waiters.firstIndex(where: { $0.id == id }) else { return }
-        let waiter = waiters.remove(at: index)
-        waiter.continuation.resume(throwing: CancellationError())
     }
 
     private func isHealthy(_ connection: Connection) async -> Bool {
@@ -195,32 +295,49 @@ public actor ConnectionPool {
     }
 
     private func discard(_ connection: Connection) {
-        openCount -= 1
-        let close = Task { await connection.close() }
-        if isShutDown { closing.append(close) }
+        let close = Task(executorPreference: LibraryExecutor.shared) { await connection.close() }
+        state.withLock { state in
+            state.openCount -= 1
+            if state.isShutDown { state.closing.append(close) }
+        }
         serveWaitersAfterCapacityFreed()
     }
 
     /// Opens a connection for the first waiter when a slot has become free.
     private func serveWaitersAfterCapacityFreed() {
-        guard !isShutDown, !waiters.isEmpty, openCount < maximumConnections else { return }
-        openCount += 1
-        Task {
+        let opens = state.withLock { state -> Bool in
+            guard !state.isShutDown, !state.waiters.isEmpty, state.openCount < maximumConnections else { return false }
+            state.openCount += 1
+            return true
+        }
+        guard opens else { return }
+        Task(executorPreference: LibraryExecutor.shared) {
             do {
-                let connection = try await Connection.connect(configuration, logger: logger)
-                handOff(connection)
+                let connection = try await Connection.connect(self.configuration, logger: self.logger)
+                self.handOff(connection)
             } catch {
-                failFirstWaiter(error)
+                self.failFirstWaiter(error)
             }
         }
     }
 
     private func handOff(_ connection: Connection) {
-        if let waiter = waiters.popFirst() {
-            leasedCount += 1
+        enum Next { case waiter(Waiter), discard, idle }
+        let next = state.withLock { state -> Next in
+            if let waiter = state.waiters.popFirst() {
+                state.leasedCount += 1
+                return .waiter(waiter)
+            }
+            if state.isShutDown { return .discard }
+            state.idle.append(connection)
+            return .idle
+        }
+        switch next {
+        case .waiter(let waiter):
+            waiter.timer.cancel()
             waiter.continuation.resume(returning: connection)
-        } else {
-            idle.append(connection)
+        case .discard: discard(connection)
+        case .idle: break
         }
     }
 
@@ -228,18 +345,27 @@ public actor ConnectionPool {
     /// next one its own attempt (while the server is down each waiter fails fast instead of
     /// waiting for a lease timeout with no connection open).
     private func failFirstWaiter(_ error: Error) {
-        openCount -= 1
-        waiters.popFirst()?.continuation.resume(throwing: error)
+        let waiter = state.withLock { state -> Waiter? in
+            state.openCount -= 1
+            return state.waiters.popFirst()
+        }
+        waiter?.timer.cancel()
+        waiter?.continuation.resume(throwing: error)
         serveWaitersAfterCapacityFreed()
     }
 
     private func fillToMinimum() async {
-        while !isShutDown && openCount < minimumConnections {
-            openCount += 1
+        while true {
+            let opens = state.withLock { state -> Bool in
+                guard !state.isShutDown && state.openCount < minimumConnections else { return false }
+                state.openCount += 1
+                return true
+            }
+            guard opens else { return }
             do {
                 handOff(try await Connection.connect(configuration, logger: logger))
             } catch {
-                openCount -= 1
+                state.withLock { $0.openCount -= 1 }
                 logger.warning("could not open a pooled connection", metadata: ["error": "\(error)"])
                 return
             }

@@ -9,27 +9,41 @@ extension ManagedObjectContext {
     /// default) the context's unsaved inserts, updates and deletes are reflected: the store
     /// is asked for the rows other than the changed ones, and the changed objects are judged
     /// in memory with the same predicate and merged in sort order.
+    ///
+    /// This form blocks the context's thread while the database works; in async code, use
+    /// ``fetch(_:)-(FetchRequest<Result>)``, which suspends instead.
     public func fetch<Result>(_ request: FetchRequest<Result>) throws -> [Result] {
         assertOnQueue()
-        return try readingFromReplica(request.allowsReadingFromReplica) { try fetchFromStore(request) }
+        return try BlockingBridge.run { try await self.fetch(request) }
     }
 
-    private func fetchFromStore<Result>(_ request: FetchRequest<Result>) throws -> [Result] {
+    /// Runs a fetch request as ``fetch(_:)-(FetchRequest<Result>)`` does, suspending the
+    /// calling task instead of blocking a thread while the database works; call it inside
+    /// ``perform(_:)-(()->T)``.
+    ///
+    /// Core Data equivalent: `fetch(_:)`.
+    public func fetch<Result>(_ request: FetchRequest<Result>) async throws -> [Result] {
+        assertOnQueue()
+        return try await readingFromReplica(request.allowsReadingFromReplica) { try await fetchFromStore(request) }
+    }
+
+    private func fetchFromStore<Result>(_ request: FetchRequest<Result>) async throws -> [Result] {
         let entity = try entity(named: request.entityName)
         // Each result type is checked once, not element by element.
         switch request.resultType {
         case .count:
-            if let counts = [try count(for: request)] as? [Result] { return counts }
+            if let counts = [try await count(for: request)] as? [Result] { return counts }
         case .dictionary:
             if Result.self == FetchedDictionary.self || Result.self == [String: AttributeValue].self {
-                return try fetchDictionaries(request, entity: entity)
+                return try await fetchDictionaries(request, entity: entity)
             }
         case .managedObjectID:
-            if Result.self == ManagedObjectID.self { return unsafeBitCast(try fetchIDs(request, entity: entity), to: [Result].self) }
+            if let ids = try await fetchIDs(request, entity: entity) as? [Result] { return ids }
         case .managedObject:
             if entity.managedObjectClass is Result.Type || Result.self == ManagedObject.self {
-                // Every object of the entity is an instance of its class.
-                return unsafeBitCast(try fetchObjects(request, entity: entity, idsOnly: false), to: [Result].self)
+                // Every object of the entity is an instance of its class (checked once, not per
+                // object: `init(entity:insertInto:)` refuses objects of another class).
+                return unsafeBitCast(try await fetchObjects(request, entity: entity, idsOnly: false), to: [Result].self)
             }
         }
         let natural = switch request.resultType {
@@ -47,17 +61,26 @@ extension ManagedObjectContext {
     /// Core Data equivalent: `count(for:)`.
     public func count<Result>(for request: FetchRequest<Result>) throws -> Int {
         assertOnQueue()
-        return try readingFromReplica(request.allowsReadingFromReplica) { try countInStore(request) }
+        return try BlockingBridge.run { try await self.count(for: request) }
     }
 
-    private func countInStore<Result>(_ request: FetchRequest<Result>) throws -> Int {
+    /// The number of objects a request would return, as ``count(for:)-(FetchRequest<Result>)``
+    /// says, suspending the calling task while the database counts.
+    ///
+    /// Core Data equivalent: `count(for:)`.
+    public func count<Result>(for request: FetchRequest<Result>) async throws -> Int {
+        assertOnQueue()
+        return try await readingFromReplica(request.allowsReadingFromReplica) { try await countInStore(request) }
+    }
+
+    private func countInStore<Result>(_ request: FetchRequest<Result>) async throws -> Int {
         let entity = try entity(named: request.entityName)
         let pending = request.includesPendingChanges ? try pendingObjects(of: entity, matching: request.predicate) : PendingObjects()
         var countRequest = request
         countRequest.resultType = .count
         let (sql, bindings) = try countRequest.sql(for: entity, columns: "count(*)", excluding: pending.excludedKeys)
         let coordinator = persistentStoreCoordinator
-        let counts = try runStore { try await coordinator.fetchIntegers(sql: sql, bindings: bindings) }
+        let counts = try await store { try await coordinator.fetchIntegers(sql: sql, bindings: bindings) }
         let total = Int(counts.first ?? 0) + pending.matching.count
         let afterOffset = max(0, total - request.fetchOffset)
         return request.fetchLimit > 0 ? min(afterOffset, request.fetchLimit) : afterOffset
@@ -75,28 +98,28 @@ extension ManagedObjectContext {
     /// Rows per batch handed from the store side to the context during a fetch.
     static let fetchStreamBatchSize = 5_000
 
-    private func fetchIDs<Result>(_ request: FetchRequest<Result>, entity: EntityDescription) throws -> [ManagedObjectID] {
+    private func fetchIDs<Result>(_ request: FetchRequest<Result>, entity: EntityDescription) async throws -> [ManagedObjectID] {
         let pending = request.includesPendingChanges ? try pendingObjects(of: entity, matching: request.predicate) : PendingObjects()
         if pending.changesResults {
-            return try fetchObjects(request, entity: entity, idsOnly: true, pending: pending).map(\.objectID)
+            return try await fetchObjects(request, entity: entity, idsOnly: true, pending: pending).map(\.objectID)
         }
         let (sql, bindings) = try request.sql(for: entity, columns: "t.\"id\"")
         let coordinator = persistentStoreCoordinator
-        let keys = try runStore { try await coordinator.fetchIntegers(sql: sql, bindings: bindings) }
+        let keys = try await store { try await coordinator.fetchIntegers(sql: sql, bindings: bindings) }
         return keys.map { ManagedObjectID(entity: entity, primaryKey: $0) }
     }
 
     /// Objects (or, with `idsOnly`, faults for IDs) of a request; `pending` when the caller
     /// has already judged the unsaved objects.
     private func fetchObjects<Result>(_ request: FetchRequest<Result>, entity: EntityDescription, idsOnly: Bool,
-                                      pending known: PendingObjects? = nil) throws -> [ManagedObject] {
+                                      pending known: PendingObjects? = nil) async throws -> [ManagedObject] {
         let pending = try known ?? (request.includesPendingChanges ? pendingObjects(of: entity, matching: request.predicate) : PendingObjects())
         let storeRequest = Self.storeRequest(request, pending: pending)
         let coordinator = persistentStoreCoordinator
         var objects: [ManagedObject]
         if idsOnly || request.fetchBatchSize > 0 || !request.includesPropertyValues {
             let (sql, bindings) = try storeRequest.sql(for: entity, columns: "t.\"id\"", excluding: pending.excludedKeys)
-            let keys = try runStore { try await coordinator.fetchIntegers(sql: sql, bindings: bindings) }
+            let keys = try await store { try await coordinator.fetchIntegers(sql: sql, bindings: bindings) }
             objects = keys.map { object(with: ManagedObjectID(entity: entity, primaryKey: $0)) }
         } else {
             let (sql, bindings) = try storeRequest.sql(for: entity, columns: PersistentStoreCoordinator.selectList(entity),
@@ -105,22 +128,31 @@ extension ManagedObjectContext {
             var registered: [ManagedObject] = []
             let access = makeStoreAccess()
             let cachesRows = request.returnsObjectsAsFaults && !readsFromReplica
-            try BlockingBridge.stream({ channel in
-                try await access.run {
-                    try await coordinator.streamSnapshots(sql: sql, bindings: bindings, entity: entity,
-                                                          batchSize: Self.fetchStreamBatchSize, cachesRows: cachesRows,
-                                                          into: channel)
+            let channel = BatchChannel<SnapshotBatch>()
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    do {
+                        try await access.run {
+                            try await coordinator.streamSnapshots(sql: sql, bindings: bindings, entity: entity,
+                                                                  batchSize: Self.fetchStreamBatchSize, cachesRows: cachesRows,
+                                                                  into: channel)
+                        }
+                        channel.finish(nil)
+                    } catch {
+                        channel.finish(error)
+                    }
                 }
-            }, consume: { batch in
-                if registered.isEmpty {
-                    // Sized once for the whole result: growing a map of a million objects batch
-                    // by batch would rehash it about eight times.
-                    registered.reserveCapacity(batch.total)
-                    self.registered.reserve(batch.total)
+                while let batch = try await channel.next() {
+                    if registered.isEmpty {
+                        // Sized once for the whole result: growing a map of a million objects batch
+                        // by batch would rehash it about eight times.
+                        registered.reserveCapacity(batch.total)
+                        self.registered.reserve(batch.total)
+                    }
+                    registered.append(contentsOf: register(batch.rows, entity: entity, asFaults: request.returnsObjectsAsFaults,
+                                                           sharesRows: request.returnsObjectsAsFaults))
                 }
-                registered.append(contentsOf: register(batch.rows, entity: entity, asFaults: request.returnsObjectsAsFaults,
-                                                       sharesRows: request.returnsObjectsAsFaults))
-            })
+            }
             objects = registered
         }
         objects = try merging(pending, into: objects, for: request)
@@ -135,7 +167,7 @@ extension ManagedObjectContext {
                 start = end
             }
         } else if !request.relationshipKeyPathsForPrefetching.isEmpty && request.includesPropertyValues {
-            try prefetch(request.relationshipKeyPathsForPrefetching, for: objects, entity: entity)
+            try await prefetch(request.relationshipKeyPathsForPrefetching, for: objects, entity: entity)
         }
         return objects
     }
@@ -229,22 +261,23 @@ extension ManagedObjectContext {
     // MARK: Dictionaries
 
     /// `Result` is ``FetchedDictionary`` or `[String: AttributeValue]`.
-    private func fetchDictionaries<Result>(_ request: FetchRequest<Result>, entity: EntityDescription) throws -> [Result] {
+    private func fetchDictionaries<Result>(_ request: FetchRequest<Result>, entity: EntityDescription) async throws -> [Result] {
         let (sql, bindings, columns) = try request.dictionarySQL(for: entity)
         let coordinator = persistentStoreCoordinator
         if Result.self == FetchedDictionary.self {
-            let rows = try runStore { try await coordinator.fetchDictionaryRows(sql: sql, bindings: bindings, columns: columns) }
-            return unsafeBitCast(rows.results, to: [Result].self)
+            let rows = try await store { try await coordinator.fetchDictionaryRows(sql: sql, bindings: bindings, columns: columns) }
+            if let results = rows.results as? [Result] { return results }
         }
-        let dictionaries = try runStore { try await coordinator.fetchDictionaries(sql: sql, bindings: bindings, columns: columns) }
-        return unsafeBitCast(dictionaries, to: [Result].self)
+        let dictionaries = try await store { try await coordinator.fetchDictionaries(sql: sql, bindings: bindings, columns: columns) }
+        if let results = dictionaries as? [Result] { return results }
+        throw PostgresDataError.invalidRequest("a dictionary fetch returns FetchedDictionary or [String: AttributeValue], not \(Result.self)")
     }
 
     // MARK: Prefetching
 
     /// Fetches the objects at the end of each key path for all `objects` at once: one query
     /// per relationship (per key-path component), never one per object.
-    func prefetch(_ keyPaths: [String], for objects: [ManagedObject], entity: EntityDescription) throws {
+    func prefetch(_ keyPaths: [String], for objects: [ManagedObject], entity: EntityDescription) async throws {
         var tails = OrderedDictionary<String, [String]>()
         for keyPath in keyPaths {
             let components = keyPath.split(separator: ".", maxSplits: 1).map(String.init)
@@ -275,14 +308,14 @@ extension ManagedObjectContext {
                 }
                 if !missing.isEmpty {
                     let wanted = Array(missing)
-                    let rows = try runStore { try await coordinator.fetchSnapshots(destination, keys: wanted) }
+                    let rows = try await store { try await coordinator.fetchSnapshots(destination, keys: wanted) }
                     _ = register(rows, entity: destination, asFaults: false)
                 }
                 related = keys.compactMap { registered[ManagedObjectID(entity: destination, primaryKey: $0)] }
             case .inverseForeignKey, .joinTable:
                 let owners = objects.filter { !$0.isInsertedStorage && $0.objectID.primaryKey != nil && $0.relationshipSets[index] == nil }
                 guard !owners.isEmpty else { break }
-                let ownerKeys = owners.map { $0.objectID.primaryKey! }
+                let ownerKeys = owners.compactMap(\.objectID.primaryKey)
                 let select = PersistentStoreCoordinator.selectList(destination)
                 let sql: String
                 if case .joinTable(let join) = entity.storage(of: index) {
@@ -292,18 +325,18 @@ extension ManagedObjectContext {
                     sql = "SELECT \(select), t.\(column) FROM \(quoteIdentifier(destination.tableName)) AS t WHERE t.\(column) = ANY($1) ORDER BY t.\"id\""
                 }
                 let bindings = try PostgresBindings(ownerKeys)
-                let rows = try runStore { try await coordinator.fetchOwnedSnapshots(sql: sql, bindings: bindings, entity: destination) }
+                let rows = try await store { try await coordinator.fetchOwnedSnapshots(sql: sql, bindings: bindings, entity: destination) }
                 related = register(rows.map { ($0.key, $0.snapshot) }, entity: destination, asFaults: false)
                 var byOwner: [Int64: [ManagedObjectID]] = [:]
                 for (row, object) in zip(rows, related) { byOwner[row.owner, default: []].append(object.objectID) }
                 for owner in owners {
-                    owner.relationshipSets[index] = RelationshipSet(ids: byOwner[owner.objectID.primaryKey!] ?? [])
+                    owner.relationshipSets[index] = RelationshipSet(ids: owner.objectID.primaryKey.flatMap { byOwner[$0] } ?? [])
                 }
             }
             if !rest.isEmpty && !related.isEmpty {
                 var seen = Set<ObjectIdentifier>()
                 let unique = related.filter { seen.insert(ObjectIdentifier($0)).inserted }
-                try prefetch(rest, for: unique, entity: destination)
+                try await prefetch(rest, for: unique, entity: destination)
             }
         }
     }
@@ -334,7 +367,8 @@ extension ManagedObjectContext {
             _ = register(rows, entity: entity, asFaults: false)
         }
         if !batch.prefetching.isEmpty {
-            try prefetch(batch.prefetching, for: faults.filter { !$0.isFaultStorage }, entity: batch.entity)
+            let filled = faults.filter { !$0.isFaultStorage }
+            try BlockingBridge.run { try await self.prefetch(batch.prefetching, for: filled, entity: batch.entity) }
         }
         filledBatches.removeAll { $0 === batch }
         filledBatches.append(batch)

@@ -12,13 +12,22 @@ extension ManagedObjectContext {
     /// columns, and deletes in one version-checked `DELETE … USING unnest(…)` per entity.
     /// Rows changed underneath are resolved by ``mergePolicy``. When the save throws, the
     /// database is unchanged and the context still holds every change, to fix and retry.
+    ///
+    /// This form blocks the context's thread while the database works; in async code, use
+    /// ``save()-()``'s `await` form, which suspends instead.
     public func save() throws {
         assertOnQueue()
+        try BlockingBridge.run { try await self.save() }
+    }
+
+    /// Writes the context's changes as ``save()`` does, suspending the calling task instead of
+    /// blocking a thread while the database works; call it inside ``perform(_:)-(()->T)``.
+    ///
+    /// Core Data equivalent: `save()`.
+    public func save() async throws {
+        assertOnQueue()
         processPendingChanges()
-        if let error = recordedErrors.first {
-            recordedErrors = []
-            throw error
-        }
+        try throwRecordedErrors()
         guard hasChanges else { return }
         try checkWritable("save")
         notificationHub.post(.willSave(contextName: name))
@@ -26,7 +35,7 @@ extension ManagedObjectContext {
         if let parent {
             try save(into: parent)
         } else {
-            try saveToStore()
+            try await saveToStore()
         }
     }
 
@@ -37,13 +46,22 @@ extension ManagedObjectContext {
     /// before saving, or keep child contexts' IDs stable across the parent's save.
     public func obtainPermanentIDs(for objects: [ManagedObject]) throws {
         assertOnQueue()
+        try BlockingBridge.run { try await self.obtainPermanentIDs(for: objects) }
+    }
+
+    /// Allocates permanent IDs as ``obtainPermanentIDs(for:)`` does, suspending the calling
+    /// task while the database works.
+    ///
+    /// Core Data equivalent: `obtainPermanentIDs(for:)`.
+    public func obtainPermanentIDs(for objects: [ManagedObject]) async throws {
+        assertOnQueue()
         let temporary = objects.filter { $0.objectID.isTemporaryID && $0.managedObjectContext === self }
         guard !temporary.isEmpty else { return }
-        try allocateKeys(for: temporary)
+        try await allocateKeys(for: temporary)
         makeAllocatedKeysPermanent(temporary)
     }
 
-    private func allocateKeys(for objects: [ManagedObject]) throws {
+    private func allocateKeys(for objects: [ManagedObject]) async throws {
         // A save touches few entities: small arrays searched by identity beat hashing per object.
         var entities: [EntityDescription] = []
         var counts: [Int] = []
@@ -65,8 +83,14 @@ extension ManagedObjectContext {
         guard !entities.isEmpty else { return }
         let request = Array(zip(entities, counts))
         let coordinator = persistentStoreCoordinator
-        let allocated = try runStore { try await coordinator.allocateKeys(request) }
-        let keys = entities.map { allocated[$0]! }
+        let allocated = try await store { try await coordinator.allocateKeys(request) }
+        var keys: [[Int64]] = []
+        for (entity, count) in request {
+            guard let allocatedKeys = allocated[entity], allocatedKeys.count >= count else {
+                throw PostgresDataError.invalidRequest("the store allocated fewer keys for \(entity.name) than asked for")
+            }
+            keys.append(allocatedKeys)
+        }
         var next = [Int](repeating: 0, count: entities.count)
         for (object, slot) in zip(objects, slots) where slot >= 0 {
             object.allocatedKey = keys[slot][next[slot]]
@@ -94,13 +118,13 @@ extension ManagedObjectContext {
 
     // MARK: Saving to the database
 
-    private func saveToStore() throws {
+    private func saveToStore() async throws {
         let inserted = Array(insertedSet.values)
-        try allocateKeys(for: inserted)
+        try await allocateKeys(for: inserted)
         let coordinator = persistentStoreCoordinator
         for _ in 0..<10 {
             let plan = try makePlan()
-            let outcome = try runStore { try await coordinator.execute(plan) }
+            let outcome = try await store { try await coordinator.execute(plan) }
             switch outcome {
             case .saved(let version):
                 finishSave(version: version ?? 0)

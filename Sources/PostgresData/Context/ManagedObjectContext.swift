@@ -47,13 +47,13 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     /// `NSReadOnlyPersistentStoreOption`).
     public let isReadOnly: Bool
 
-    let queue: DispatchQueue
-    private let queueKey = DispatchSpecificKey<ObjectIdentifier>()
+    let queue: ContextQueue
     let notificationHub = NotificationHub()
 
     private struct Settings {
         var name: String?
         var mergePolicy: MergePolicy = .error
+        var shouldDeleteInaccessibleFaults = true
         var automaticallyMergesChangesFromParent = false
         var transactionAuthor: String?
         var replicaConsistency = ReplicaConsistency.ownWrites
@@ -71,6 +71,8 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     var updatedSet = OrderedDictionary<ObjectIdentifier, ManagedObject>()
     var deletedSet = OrderedDictionary<ObjectIdentifier, ManagedObject>()
     var recordedErrors: [PostgresDataError] = []
+    /// Faults whose filling failed with a store error (see ``fulfillFault(_:)``).
+    var unfilledFaults: [ManagedObject] = []
     var pendingChanges = PendingChanges()
     /// The batches of batched fetches filled most recently, oldest first.
     var filledBatches: [FaultingBatch] = []
@@ -84,8 +86,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
         self.persistentStoreCoordinator = coordinator
         self.parent = nil
         self.isReadOnly = readOnly
-        self.queue = concurrencyType == .mainQueue ? .main : DispatchQueue(label: "PostgresData.context")
-        queue.setSpecific(key: queueKey, value: concurrencyType == .mainQueue ? ObjectIdentifier(DispatchQueue.main) : ObjectIdentifier(self))
+        self.queue = ContextQueue(isMain: concurrencyType == .mainQueue)
         coordinator.register(self)
     }
 
@@ -97,8 +98,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
         self.persistentStoreCoordinator = parent.persistentStoreCoordinator
         self.parent = parent
         self.isReadOnly = parent.isReadOnly
-        self.queue = concurrencyType == .mainQueue ? .main : DispatchQueue(label: "PostgresData.context")
-        queue.setSpecific(key: queueKey, value: concurrencyType == .mainQueue ? ObjectIdentifier(DispatchQueue.main) : ObjectIdentifier(self))
+        self.queue = ContextQueue(isMain: concurrencyType == .mainQueue)
         parent.notificationHub.addChild(self)
     }
 
@@ -112,6 +112,17 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     public var mergePolicy: MergePolicy {
         get { settings.withLock { $0.mergePolicy } }
         set { settings.withLock { $0.mergePolicy = newValue } }
+    }
+
+    /// When true (the default), a fault whose row is gone — another process deleted it —
+    /// reads as a deleted object with its default values instead of failing; when false, the
+    /// access records ``PostgresDataError/objectNotFound(_:)``, thrown by the next ``save()``
+    /// or by the enclosing async ``perform(_:)-(()->T)``. Either way the program goes on.
+    ///
+    /// Core Data equivalent: the property of the same name.
+    public var shouldDeleteInaccessibleFaults: Bool {
+        get { settings.withLock { $0.shouldDeleteInaccessibleFaults } }
+        set { settings.withLock { $0.shouldDeleteInaccessibleFaults = newValue } }
     }
 
     /// When true, saves of sibling contexts (or of the parent, for a child) are merged into
@@ -177,45 +188,79 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
 
     // MARK: Running work on the context's queue
 
-    /// True when the caller runs on this context's queue.
-    public var isOnQueue: Bool {
-        // After dispatch_main() the main queue is served by worker threads, so the queue's
-        // marker is the test; the main thread itself also counts (a run loop serving it).
-        if concurrencyType == .mainQueue {
-            return DispatchQueue.getSpecific(key: queueKey) != nil || Thread.isMainThread
-        }
-        return DispatchQueue.getSpecific(key: queueKey) == ObjectIdentifier(self)
-    }
+    /// True when the caller runs on this context's queue: inside one of its blocks (for a
+    /// main-queue context, also anywhere on the main thread).
+    public var isOnQueue: Bool { queue.isCurrent }
 
     /// Runs `block` on the context's queue and returns its result.
     ///
-    /// Core Data equivalent: `perform(_:)` (the async form). The block runs after the work
-    /// already queued; it may use the context's objects, and returns only `Sendable` values
-    /// (object IDs, not objects).
+    /// Core Data equivalent: `perform(_:)` (the async form). The block runs after the blocks
+    /// already submitted, on one of the library's context threads; it may use the context's
+    /// objects, and returns only `Sendable` values (object IDs, not objects). The calling
+    /// task suspends meanwhile. Store work inside the block (``save()``, ``fetch(_:)``, a
+    /// fault) blocks that context thread, never a thread of Swift's cooperative pool; use the
+    /// async block form, ``perform(_:)-(()->T)``, for I/O that suspends.
     public func perform<T: Sendable, E: Error>(_ block: @escaping @Sendable () throws(E) -> T) async throws(E) -> T {
-        let result: Result<T, E> = await withCheckedContinuation { continuation in
-            queue.async {
-                let result = Result<T, E> { () throws(E) -> T in try block() }
-                self.processPendingChanges()
-                continuation.resume(returning: result)
-            }
+        let result: Result<T, E> = await queue.run { () async -> Result<T, E> in
+            let result = Result<T, E> { () throws(E) -> T in try block() }
+            self.processPendingChanges()
+            return result
         }
         return try result.get()
+    }
+
+    /// Runs an async `block` as one block of the context's queue — the server form of a unit
+    /// of work — and returns its result.
+    ///
+    /// ```swift
+    /// let id = try await context.perform {
+    ///     let request = FetchRequest<Account>(predicate: "code == %@", code)
+    ///     guard let account = try await context.fetch(request).first else { throw NotFound() }
+    ///     account.balance += amount
+    ///     try await context.save()          // BEGIN, UPDATE … FROM unnest(…), COMMIT
+    ///     return account.objectID
+    /// }
+    /// ```
+    ///
+    /// Blocks of one context still run one at a time, in order: no other block of the context
+    /// starts until this one has returned, awaits included. Inside it, the `await` forms of
+    /// ``fetch(_:)-(FetchRequest<Result>)``, ``count(for:)-(FetchRequest<Result>)``,
+    /// ``existingObject(with:)-(ManagedObjectID)``, ``save()-()`` and ``execute(_:)-(BatchUpdateRequest)``
+    /// suspend the task while the database works, so a thread serves other units of work
+    /// meanwhile. Objects stay in the block: return IDs or `Sendable` values.
+    ///
+    /// A fault touched inside the block fills synchronously, as in Core Data: it blocks the
+    /// context's thread (a library thread, never a cooperative one) for one query. Fetch what
+    /// you will read (``FetchRequest/returnsObjectsAsFaults``, prefetching) or call
+    /// `try await object.load()` to suspend instead. A store error while filling a fault is
+    /// thrown when the block ends.
+    ///
+    /// Core Data equivalent: `perform(_:)`, whose blocks are synchronous; an async block is
+    /// PostgresData's addition for servers.
+    public func perform<T: Sendable>(_ block: @Sendable () async throws -> T) async throws -> T {
+        try await queue.run {
+            defer { self.processPendingChanges() }
+            let result = try await block()
+            try self.throwRecordedErrors()
+            return result
+        }
     }
 
     /// Runs `block` on the context's queue and blocks the caller until it ends; runs it at
     /// once when called on the queue already (nested calls are fine).
     ///
-    /// Core Data equivalent: `performAndWait(_:)`. Do not call it from async code on a
-    /// cooperative thread; use ``perform(_:)`` there.
+    /// Core Data equivalent: `performAndWait(_:)`. The block runs on the calling thread, once
+    /// the blocks submitted before it have ended. Prefer ``perform(_:)`` in async code: this
+    /// blocks the calling thread (a cooperative one, there) until the block's turn and end.
     public func performAndWait<T, E: Error>(_ block: () throws(E) -> T) throws(E) -> T {
         if isOnQueue { return try block() }
-        let result: Result<T, E> = queue.sync {
+        queue.acquireTurnBlocking()
+        defer { queue.releaseTurn() }
+        return try queue.runMarked { () throws(E) -> T in
             let result = Result<T, E> { () throws(E) -> T in try block() }
             processPendingChanges()
-            return result
+            return try result.get()
         }
-        return try result.get()
     }
 
     @inline(__always)
@@ -230,6 +275,11 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
         return try BlockingBridge.run { try await access.run(operation) }
     }
 
+    /// Runs store work from the context's queue, suspending the calling task.
+    func store<T: Sendable>(_ operation: @escaping @Sendable () async throws -> T) async throws -> T {
+        try await makeStoreAccess().run(operation)
+    }
+
     /// True when this context's reads run on the read replica now: a read-only context, or
     /// a fetch that allows it.
     var readsFromReplica: Bool { isReadOnly || replicaReadScope }
@@ -240,6 +290,13 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
         replicaReadScope = true
         defer { replicaReadScope = false }
         return try body()
+    }
+
+    func readingFromReplica<T>(_ allowed: Bool, _ body: () async throws -> T) async rethrows -> T {
+        guard allowed, !replicaReadScope else { return try await body() }
+        replicaReadScope = true
+        defer { replicaReadScope = false }
+        return try await body()
     }
 
     /// How store work of this context reaches the database: reading from the replica when
@@ -317,6 +374,15 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     /// Core Data equivalent: `existingObject(with:)`.
     public func existingObject(with objectID: ManagedObjectID) throws -> ManagedObject {
         assertOnQueue()
+        return try BlockingBridge.run { try await self.existingObject(with: objectID) }
+    }
+
+    /// The object with `objectID`, its values loaded, as ``existingObject(with:)`` returns it,
+    /// suspending the calling task while the database is asked.
+    ///
+    /// Core Data equivalent: `existingObject(with:)`.
+    public func existingObject(with objectID: ManagedObjectID) async throws -> ManagedObject {
+        assertOnQueue()
         if let object = registered[objectID], !object.isFault { return object }
         if objectID.isTemporaryID && parent == nil { throw PostgresDataError.objectNotFound(objectID) }
         let object = self.object(with: objectID)
@@ -324,7 +390,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
             fill(object, snapshot: row)
             return object
         }
-        guard let snapshot = try loadValues(for: objectID) else {
+        guard let snapshot = try await loadValues(for: objectID) else {
             if object.isFault { unregister([object]) }
             throw PostgresDataError.objectNotFound(objectID)
         }
@@ -440,6 +506,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
         updatedSet = [:]
         deletedSet = [:]
         recordedErrors = []
+        unfilledFaults = []
         pendingChanges = PendingChanges()
     }
 
@@ -452,6 +519,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
         updatedSet = [:]
         deletedSet = [:]
         recordedErrors = []
+        unfilledFaults = []
         pendingChanges = PendingChanges()
         filledBatches = []
     }
@@ -469,7 +537,8 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
             turnIntoFault(object)
             return
         }
-        if let snapshot = try? loadValues(for: object.objectID, preferCache: false) {
+        let id = object.objectID
+        if let snapshot = try? BlockingBridge.run({ try await self.loadValues(for: id, preferCache: false) }) {
             rebase(object, onto: snapshot, keepLocalChanges: true)
         }
     }
@@ -512,39 +581,93 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
 
     /// Loads the values of a fault: from the parent context, the row cache, or the database.
     ///
-    /// A property getter cannot throw: as in Core Data, a fault whose row is gone, or whose
-    /// store fails twice in a row (a lost connection is retried once on a fresh one), stops
-    /// the program with the reason. Use ``existingObject(with:)`` to handle those as errors.
+    /// A property getter cannot throw, and nothing a store or another process does may stop
+    /// the program: a fault whose row is gone reads as deleted, with its default values
+    /// (Core Data's ``shouldDeleteInaccessibleFaults``); a store error (a lost connection is
+    /// retried once on a fresh one) is recorded and thrown by the next ``save()`` or by the
+    /// enclosing async ``perform(_:)-(()->T)``, and the object reads its default values
+    /// until then. ``ManagedObject/load()`` throws both at the access instead.
     func fulfillFault(_ object: ManagedObject) {
         assertOnQueue()
         do {
-            if let batch = object.faultingBatch, parent == nil {
-                do {
-                    try fill(batch)
-                } catch let error as PostgresDataError where error.isRetryable {
-                    persistentStoreCoordinator.logger.warning("filling a batch of faults failed, retrying once: \(error)")
-                    try fill(batch)
-                }
-                if !object.isFaultStorage { return }
-            }
-            if let row = rowWithoutQuery(for: object) {
-                fill(object, snapshot: row)
-                return
-            }
-            let loaded: RowSnapshot?
-            do {
-                loaded = try loadValues(for: object.objectID)
-            } catch let error as PostgresDataError where error.isRetryable {
-                persistentStoreCoordinator.logger.warning("filling the fault \(object.objectID) failed, retrying once: \(error)")
-                loaded = try loadValues(for: object.objectID)
-            }
-            guard let snapshot = loaded else {
-                preconditionFailure("PostgresData could not fulfill a fault: \(object.objectID) has no row (it was deleted). Use existingObject(with:) when a row may be gone.")
-            }
-            fill(object, snapshot: snapshot)
+            try BlockingBridge.run { try await self.load(object) }
+        } catch PostgresDataError.objectNotFound(let id) where shouldDeleteInaccessibleFaults {
+            persistentStoreCoordinator.logger.notice("the fault \(id) has no row (deleted elsewhere): it reads as deleted")
+            markInaccessible(object)
+        } catch PostgresDataError.objectNotFound(let id) {
+            markInaccessible(object)
+            recordedErrors.append(.objectNotFound(id))
+        } catch let error as PostgresDataError {
+            recordFaultError(error, for: object)
         } catch {
-            preconditionFailure("PostgresData could not fulfill a fault for \(object.objectID): \(error). Use existingObject(with:) to handle store errors.")
+            recordFaultError(.invalidRequest("filling the fault \(object.objectID) failed: \(error)"), for: object)
         }
+    }
+
+    /// Fills a fault, throwing ``PostgresDataError/objectNotFound(_:)`` when its row is gone
+    /// and the store's error when it fails twice.
+    func load(_ object: ManagedObject) async throws {
+        guard object.isFaultStorage else { return }
+        if let batch = object.faultingBatch, parent == nil {
+            do {
+                try fill(batch)
+            } catch let error as PostgresDataError where error.isRetryable {
+                persistentStoreCoordinator.logger.warning("filling a batch of faults failed, retrying once: \(error)")
+                try fill(batch)
+            }
+            if !object.isFaultStorage { return }
+        }
+        if let row = rowWithoutQuery(for: object) {
+            fill(object, snapshot: row)
+            return
+        }
+        let id = object.objectID
+        let loaded: RowSnapshot?
+        do {
+            loaded = try await loadValues(for: id)
+        } catch let error as PostgresDataError where error.isRetryable {
+            persistentStoreCoordinator.logger.warning("filling the fault \(id) failed, retrying once: \(error)")
+            loaded = try await loadValues(for: id)
+        }
+        guard let snapshot = loaded else { throw PostgresDataError.objectNotFound(id) }
+        fill(object, snapshot: snapshot)
+    }
+
+    /// A fault whose row is gone: it reads as deleted, with its entity's default values.
+    func markInaccessible(_ object: ManagedObject) {
+        object.values = PropertyValues(object.entity.defaultValues)
+        object.snapshot = nil
+        object.isFaultStorage = false
+        object.isDeletedStorage = true
+        object.pendingRow = nil
+        if object.holdsCacheReference {
+            persistentStoreCoordinator.rowCache.release(CollectionOfOne(object.objectID))
+            object.holdsCacheReference = false
+        }
+        pendingChanges.deleted.insert(object.objectID)
+    }
+
+    /// A fault the store failed to fill: the error waits for the next save or the end of the
+    /// async block; the object reads its default values and becomes a fault again then.
+    private func recordFaultError(_ error: PostgresDataError, for object: ManagedObject) {
+        persistentStoreCoordinator.logger.error("filling the fault \(object.objectID) failed: \(error)")
+        recordedErrors.append(error)
+        object.values = PropertyValues(object.entity.defaultValues)
+        object.isFaultStorage = false
+        unfilledFaults.append(object)
+    }
+
+    /// Throws the first error recorded since the last call (a failed fault, a setter's
+    /// error), turning the faults that failed back into faults.
+    func throwRecordedErrors() throws {
+        guard let error = recordedErrors.first else { return }
+        recordedErrors = []
+        for object in unfilledFaults where object.snapshot == nil && !object.hasChanges {
+            object.isFaultStorage = true
+            object.values = []
+        }
+        unfilledFaults = []
+        throw error
     }
 
     /// The row a fault a fetch returned fills with, without a query: the one it kept (a fault
@@ -596,7 +719,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
 
     /// The committed state of an object, decoded: the parent's view for a child context,
     /// else the row cache's, else the database's (nil when there is no row).
-    func loadValues(for id: ManagedObjectID, preferCache: Bool = true) throws -> RowSnapshot? {
+    func loadValues(for id: ManagedObjectID, preferCache: Bool = true) async throws -> RowSnapshot? {
         if let parent {
             return try parent.performAndWait { () throws -> RowSnapshot? in
                 guard let object = try? parent.existingObject(with: id) else { return nil }
@@ -607,7 +730,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
         let coordinator = persistentStoreCoordinator
         if preferCache, let snapshot = coordinator.rowCache.snapshot(for: id) { return snapshot.decoded() }
         let entity = id.entity
-        let rows = try runStore { try await coordinator.fetchSnapshots(entity, keys: [key]) }
+        let rows = try await store { try await coordinator.fetchSnapshots(entity, keys: [key]) }
         return rows.first?.1
     }
 

@@ -315,9 +315,32 @@ open class ManagedObject: Hashable, CustomStringConvertible {
 
     private func fulfillFault() {
         guard let context = managedObjectContext else {
-            preconditionFailure("\(entity.name) \(objectID) is a fault whose context is gone; keep the context alive while you use its objects")
+            // A fault without a context has nothing to read: it reads its default values.
+            values = PropertyValues(entity.defaultValues)
+            isFaultStorage = false
+            return
         }
         context.fulfillFault(self)
+    }
+
+    /// Fills the object's values now if it is a fault, throwing what a property access would
+    /// only record: ``PostgresDataError/objectNotFound(_:)`` when its row is gone, the
+    /// store's error when it fails. Call it on the context's queue.
+    ///
+    /// Core Data has no equivalent (a fault fills on access, and a missing row raises);
+    /// `try context.existingObject(with: object.objectID)` comes closest.
+    public func load() throws {
+        guard isFaultStorage else { return }
+        guard let context = managedObjectContext else { throw PostgresDataError.noContext(objectID) }
+        try BlockingBridge.run { try await context.load(self) }
+    }
+
+    /// Fills the object's values now if it is a fault, as ``load()`` does, suspending the
+    /// calling task while the database is asked.
+    public func load() async throws {
+        guard isFaultStorage else { return }
+        guard let context = managedObjectContext else { throw PostgresDataError.noContext(objectID) }
+        try await context.load(self)
     }
 }
 

@@ -1,9 +1,9 @@
 import DequeModule
-import Dispatch
 import PostgresClient
 
-/// Batches handed from a producing task to a thread that blocks for them: the store side
-/// reads and decodes batch k while the context registers batch k − 1.
+/// Batches handed from a producing task to a consuming one: the store side reads and
+/// decodes batch k while the context registers batch k − 1. The consumer suspends while it
+/// waits; it never blocks a thread.
 ///
 /// The buffer is unbounded: a producer faster than its consumer holds decoded batches,
 /// never more than the whole result would.
@@ -13,32 +13,37 @@ final class BatchChannel<Batch: Sendable>: Sendable {
         var finished = false
         var error: (any Error)?
         var stopped = false
+        var waiter: CheckedContinuation<Batch?, any Error>?
     }
 
     private let state = Locked(State())
-    private let available = DispatchSemaphore(value: 0)
 
     /// True once the consumer has given up (it failed): the producer may stop decoding.
     var isStopped: Bool { state.withLock { $0.stopped } }
 
     func send(_ batch: Batch) {
-        let accepted = state.withLock { state in
-            guard !state.stopped else { return false }
+        let waiter = state.withLock { state -> CheckedContinuation<Batch?, any Error>? in
+            guard !state.stopped else { return nil }
+            if let waiter = state.waiter {
+                state.waiter = nil
+                return waiter
+            }
             state.batches.append(batch)
-            return true
+            return nil
         }
-        if accepted { available.signal() }
+        waiter?.resume(returning: batch)
     }
 
     /// Ends the stream, with the producer's error if it failed; the first call counts.
     func finish(_ error: (any Error)?) {
-        let first = state.withLock { state in
-            guard !state.finished else { return false }
+        let waiter = state.withLock { state -> CheckedContinuation<Batch?, any Error>? in
+            guard !state.finished else { return nil }
             state.finished = true
             state.error = error
-            return true
+            defer { state.waiter = nil }
+            return state.waiter
         }
-        if first { available.signal() }
+        if let error { waiter?.resume(throwing: error) } else { waiter?.resume(returning: nil) }
     }
 
     func stop() {
@@ -48,13 +53,23 @@ final class BatchChannel<Batch: Sendable>: Sendable {
         }
     }
 
+    private enum Ready { case batch(Batch), end((any Error)?), wait }
+
     /// The next batch, waiting for it; nil at the end; throws the producer's error.
-    func next() throws -> Batch? {
-        available.wait()
-        return try state.withLock { state in
-            if let batch = state.batches.popFirst() { return batch }
-            if let error = state.error { throw error }
-            return nil
+    func next() async throws -> Batch? {
+        try await withCheckedThrowingContinuation { continuation in
+            let ready = state.withLock { state -> Ready in
+                if let batch = state.batches.popFirst() { return .batch(batch) }
+                if state.finished { return .end(state.error) }
+                state.waiter = continuation
+                return .wait
+            }
+            switch ready {
+            case .batch(let batch): continuation.resume(returning: batch)
+            case .end(let error?): continuation.resume(throwing: error)
+            case .end(nil): continuation.resume(returning: nil)
+            case .wait: break
+            }
         }
     }
 }

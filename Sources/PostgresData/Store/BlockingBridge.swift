@@ -1,76 +1,82 @@
-import Dispatch
+import DequeModule
 import Foundation
+import PostgresClient
 
 /// Runs async store work for the synchronous Core Data API (`save()`, `fetch(_:)`, filling a
-/// fault), blocking the calling context queue until it finishes.
+/// fault) on the calling thread, blocking it until the work ends.
 ///
-/// The work runs as a task whose executor preference is a serial queue of its own, so it
-/// never needs a thread of Swift's cooperative pool: a caller blocking a cooperative thread
-/// (`performAndWait` from async code) cannot starve it. The libpq calls themselves run on
-/// the connection's thread.
+/// The work runs as a task whose preferred executor is the calling thread itself: the thread
+/// waits for the task's jobs and runs them, until the task is done. So the work never needs
+/// another thread to make progress — not a dispatch worker, not a cooperative thread — only
+/// the connection's own thread while a statement runs (``ConnectionPool/withConnection(_:)``
+/// moves there) and the library's threads while it waits for a connection. A thousand
+/// blocked callers deadlock nothing, and the async code between two statements (deciding,
+/// registering rows) runs on the caller's thread, where the context's state lives.
 enum BlockingBridge {
-    private final class QueueExecutor: TaskExecutor, @unchecked Sendable {
-        let queue = DispatchQueue(label: "PostgresData.store-bridge")
-
-        func enqueue(_ job: consuming ExecutorJob) {
-            let job = UnownedJob(job)
-            let executor = asUnownedTaskExecutor()
-            queue.async { job.runSynchronously(on: executor) }
-        }
-    }
-
-    private static let executor = QueueExecutor()
-
-    static func run<T: Sendable>(_ operation: @escaping @Sendable () async throws -> T) throws -> T {
-        let semaphore = DispatchSemaphore(value: 0)
-        let result = ResultBox<T>()
+    /// Runs `operation` on the calling thread and returns its result.
+    static func run<T>(_ operation: @escaping () async throws -> T) throws -> T {
+        let executor = CallerThreadExecutor()
+        let box = UncheckedBox<(() async throws -> T, Result<T, any Error>?)>((operation, nil))
         Task(executorPreference: executor) {
-            do { result.set(.success(try await operation())) } catch { result.set(.failure(error)) }
-            semaphore.signal()
+            let result: Result<T, any Error>
+            do { result = .success(try await box.value.0()) } catch { result = .failure(error) }
+            box.value.1 = result
+            executor.finish()
         }
-        semaphore.wait()
+        executor.runUntilFinished()
+        guard let result = box.value.1 else {
+            throw PostgresDataError.invalidRequest("store work ended without a result")
+        }
         return try result.get()
     }
 
-    /// Runs `produce` as a task and hands every batch it sends to `consume` on the calling
-    /// thread as soon as it arrives; returns when the producer has finished. A failing
-    /// `consume` stops the hand-over (the producer runs to its end, so its connection is
-    /// left clean) and its error is thrown.
-    static func stream<Batch: Sendable>(_ produce: @escaping @Sendable (BatchChannel<Batch>) async throws -> Void,
-                                        consume: (Batch) throws -> Void) throws {
-        let channel = BatchChannel<Batch>()
-        Task(executorPreference: executor) {
-            do {
-                try await produce(channel)
-                channel.finish(nil)
-            } catch {
-                channel.finish(error)
-            }
-        }
-        var failure: (any Error)?
-        while true {
-            let batch: Batch?
-            do {
-                batch = try channel.next()
-            } catch {
-                throw failure ?? error
-            }
-            guard let batch else { break }
-            guard failure == nil else { continue }
-            do {
-                try consume(batch)
-            } catch {
-                failure = error
-                channel.stop()
-            }
-        }
-        if let failure { throw failure }
+    /// A value handed to a task that runs only while its creator blocks for it (on the same
+    /// thread, through ``CallerThreadExecutor``): never used from two threads at once.
+    private final class UncheckedBox<Value>: @unchecked Sendable {
+        var value: Value
+        init(_ value: Value) { self.value = value }
     }
 
-    private final class ResultBox<T: Sendable>: @unchecked Sendable {
-        private var value: Result<T, any Error>?
-        private let lock = NSLock()
-        func set(_ result: Result<T, any Error>) { lock.withLock { value = result } }
-        func get() throws -> T { try lock.withLock { value! }.get() }
+    /// An executor served by the thread that waits for a task's end.
+    private final class CallerThreadExecutor: TaskExecutor, @unchecked Sendable {
+        private let condition = NSCondition()
+        private var jobs = Deque<UnownedJob>()
+        private var finished = false
+
+        func enqueue(_ job: consuming ExecutorJob) {
+            let job = UnownedJob(job)
+            condition.lock()
+            // A job arriving after the caller left (a child task that outlived the work)
+            // runs on the library's threads.
+            guard !finished else {
+                condition.unlock()
+                LibraryExecutor.shared.execute { job.runSynchronously(on: LibraryExecutor.shared.asUnownedTaskExecutor()) }
+                return
+            }
+            jobs.append(job)
+            condition.signal()
+            condition.unlock()
+        }
+
+        func finish() {
+            condition.lock()
+            finished = true
+            condition.signal()
+            condition.unlock()
+        }
+
+        func runUntilFinished() {
+            let executor = asUnownedTaskExecutor()
+            while true {
+                condition.lock()
+                while jobs.isEmpty && !finished { condition.wait() }
+                guard let job = jobs.popFirst() else {
+                    condition.unlock()
+                    return
+                }
+                condition.unlock()
+                job.runSynchronously(on: executor)
+            }
+        }
     }
 }
