@@ -32,6 +32,10 @@ public struct PostgresError: Error, Sendable, CustomStringConvertible {
         case poolTimeout
         /// The pool was shut down.
         case poolClosed
+        /// The connection was lost after `COMMIT` was sent and before its answer came: the
+        /// transaction may or may not have committed. Never retried blindly; see
+        /// ``PostgresError/isRetryable``.
+        case commitOutcomeUnknown
     }
 
     public var kind: Kind

@@ -81,6 +81,11 @@ public enum PostgresDataError: Error, Sendable, CustomStringConvertible {
     case readOnlyContext(String)
     /// The database or the connection failed (SQLSTATE, message, detail and hint inside).
     case database(PostgresError)
+    /// The connection was lost while `COMMIT` ran: the save may or may not have landed. The
+    /// context keeps its changes; it is never retried by
+    /// ``ManagedObjectContext/perform(retryingUpTo:_:)``. Read the database to know, or
+    /// make the unit of work idempotent before retrying it.
+    case commitOutcomeUnknown(PostgresError)
 
     /// True when running the same work again may succeed (a lost connection, a serialization
     /// failure, a deadlock).
@@ -92,7 +97,7 @@ public enum PostgresDataError: Error, Sendable, CustomStringConvertible {
     /// The SQLSTATE of a database error.
     public var sqlState: String? {
         switch self {
-        case .database(let error), .constraintViolation(_, _, let error): error.sqlState?.rawValue
+        case .database(let error), .constraintViolation(_, _, let error), .commitOutcomeUnknown(let error): error.sqlState?.rawValue
         default: nil
         }
     }
@@ -131,6 +136,8 @@ public enum PostgresDataError: Error, Sendable, CustomStringConvertible {
             return reason
         case .database(let error):
             return "\(error)"
+        case .commitOutcomeUnknown(let error):
+            return "the outcome of the save is unknown: \(error.message). The context keeps its changes; check the database before saving them again"
         }
     }
 }

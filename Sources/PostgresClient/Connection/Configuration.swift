@@ -118,8 +118,25 @@ public struct Configuration: Sendable, CustomStringConvertible {
         if keywords["application_name"] == nil && keywords["fallback_application_name"] == nil {
             keywords["fallback_application_name"] = "PostgresData"
         }
+        // Bounded waits by default (each one the URL or the keywords may set otherwise): a
+        // connect gives up after 10 s, and over TCP a silent peer is found by keepalives
+        // (idle 10 s, then 3 probes 5 s apart) and unacknowledged data fails after 30 s.
+        for (key, value) in Self.defaultTimeouts where keywords[key] == nil { keywords[key] = value }
         return keywords.sorted { $0.key < $1.key }
     }
+
+    /// The libpq settings ``connectionKeywords()`` adds when they are not set: together they
+    /// bound how long an operation waits for a server that stopped answering (≤ 30 s).
+    /// `tcp_user_timeout` and the keepalives apply to TCP connections only (libpq ignores
+    /// them on Unix sockets).
+    static let defaultTimeouts: [(String, String)] = [
+        ("connect_timeout", "10"),
+        ("keepalives", "1"),
+        ("keepalives_idle", "10"),
+        ("keepalives_interval", "5"),
+        ("keepalives_count", "3"),
+        ("tcp_user_timeout", "30000"),
+    ]
 
     private static func escape(_ text: String) -> String {
         text.addingPercentEncoding(withAllowedCharacters: .urlUnreservedCharacters) ?? text

@@ -101,6 +101,13 @@ extension Connection {
                     _ = try run("RELEASE SAVEPOINT \(name)", PostgresBindings(), format: .binary, token: token)
                 }
             }
+        } catch var error as PostgresError where error.kind == .connectionLost {
+            // The server may have committed before the connection broke: only it knows.
+            guard case .transaction = marker else { throw error }
+            error.kind = .commitOutcomeUnknown
+            error.message = "the connection was lost while COMMIT ran; the transaction may or may not have committed (\(error.message))"
+            error.hint = "Check whether the changes are in the database before writing them again, or make the unit of work idempotent (a unique key of the request, an upsert)."
+            throw error
         } catch {
             // A commit that fails (deferred constraint, serialization failure) leaves no transaction open.
             await rollbackTransaction(marker)

@@ -214,6 +214,7 @@ public final class PersistentStoreCoordinator: Sendable {
 
     static func wrap(_ error: any Error, constraints: [String: SchemaConstraint] = [:]) -> any Error {
         guard let error = error as? PostgresError else { return error }
+        if error.kind == .commitOutcomeUnknown { return PostgresDataError.commitOutcomeUnknown(error) }
         if let name = error.constraintName, error.sqlState?.errorClass == "23" {
             return PostgresDataError.constraintViolation(constraint: constraints[name], name: name, underlying: error)
         }
