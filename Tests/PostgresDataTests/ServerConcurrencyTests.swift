@@ -46,7 +46,7 @@ import Testing
     static func unitOfWork(_ container: PersistentContainer, code: String) async throws {
         let context = container.newBackgroundContext()
         try await context.perform {
-            let request = FetchRequest<Item>(predicate: "name == %@", code)
+            let request = FetchRequest<Item>(predicate: try FetchPredicate(format: "name == %@", code))
             guard let item = try await context.fetch(request).first else { throw PostgresDataError.invalidRequest("no \(code)") }
             item.weight += 1
             try await context.save()
@@ -66,7 +66,7 @@ import Testing
             }
         }
         // Every change landed, one per account.
-        let total = try await container.rawIntegers("SELECT sum(weight) FROM item")
+        let total = try await container.rawIntegers("SELECT sum(weight)::int8 FROM item")
         #expect(total == [2_000])
         // The library adds a fixed number of threads (context threads, its own, a thread per
         // connection), whatever the number of tasks.
@@ -86,7 +86,7 @@ import Testing
                     group.addTask {
                         let context = container.newBackgroundContext()
                         try context.performAndWait {
-                            let request = FetchRequest<Item>(predicate: "name == %@", "A\(index)")
+                            let request = FetchRequest<Item>(predicate: try FetchPredicate(format: "name == %@", "A\(index)"))
                             guard let item = try context.fetch(request).first else { return }
                             item.weight += 1
                             try context.save()
@@ -103,7 +103,7 @@ import Testing
             try await group.waitForAll()
         }
         #expect(finished.withLock { $0 } == 1_000)
-        #expect(try await container.rawIntegers("SELECT sum(weight) FROM item") == [1_000])
+        #expect(try await container.rawIntegers("SELECT sum(weight)::int8 FROM item") == [1_000])
     }
 
     @Test func blocksOfOneContextRunOneAtATimeInOrderAcrossAwaits() async throws {
@@ -136,11 +136,11 @@ import Testing
         try await Self.seedAccounts(container, count: 3)
         let context = container.newBackgroundContext()
         let id = try await context.perform { () throws in
-            let request = FetchRequest<Item>(predicate: "name == %@", "A1")
+            let request = FetchRequest<Item>(predicate: try FetchPredicate(format: "name == %@", "A1"))
             return try #require(try context.fetch(request).first).objectID
         }
         // The row goes, from another connection, while the context holds no values for it.
-        try await context.perform { context.reset() }
+        await context.perform { context.reset() }
         _ = try await container.rawIntegers("WITH gone AS (DELETE FROM item WHERE name = 'A1' RETURNING 1) SELECT count(*) FROM gone")
         try await context.perform { () throws in
             let item = try #require(context.object(with: id) as? Item)

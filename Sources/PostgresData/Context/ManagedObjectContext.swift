@@ -71,8 +71,12 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     var updatedSet = OrderedDictionary<ObjectIdentifier, ManagedObject>()
     var deletedSet = OrderedDictionary<ObjectIdentifier, ManagedObject>()
     var recordedErrors: [PostgresDataError] = []
-    /// Faults whose filling failed with a store error (see ``fulfillFault(_:)``).
+    /// Faults whose filling failed with a store error (see ``fulfillFault(_:)``), and the
+    /// errors, thrown by the end of the enclosing `perform` or the next save.
     var unfilledFaults: [ManagedObject] = []
+    var faultErrors: [PostgresDataError] = []
+    /// Objects whose row was found gone when they were filled (they read as deleted).
+    var inaccessibleIDs: Set<ManagedObjectID> = []
     var pendingChanges = PendingChanges()
     /// The batches of batched fetches filled most recently, oldest first.
     var filledBatches: [FaultingBatch] = []
@@ -202,8 +206,12 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     /// async block form, ``perform(_:)-(()->T)``, for I/O that suspends.
     public func perform<T: Sendable, E: Error>(_ block: @escaping @Sendable () throws(E) -> T) async throws(E) -> T {
         let result: Result<T, E> = await queue.run { () async -> Result<T, E> in
-            let result = Result<T, E> { () throws(E) -> T in try block() }
+            var result = Result<T, E> { () throws(E) -> T in try block() }
             self.processPendingChanges()
+            // A fault's error ends a block that can throw it; otherwise the next save throws it.
+            if case .success = result, E.self == (any Error).self, let error = self.faultErrorToThrow() as? E {
+                result = .failure(error)
+            }
             return result
         }
         return try result.get()
@@ -241,7 +249,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
         try await queue.run {
             defer { self.processPendingChanges() }
             let result = try await block()
-            try self.throwRecordedErrors()
+            try self.throwFaultErrors()
             return result
         }
     }
@@ -257,8 +265,11 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
         queue.acquireTurnBlocking()
         defer { queue.releaseTurn() }
         return try queue.runMarked { () throws(E) -> T in
-            let result = Result<T, E> { () throws(E) -> T in try block() }
+            var result = Result<T, E> { () throws(E) -> T in try block() }
             processPendingChanges()
+            if case .success = result, E.self == (any Error).self, let error = faultErrorToThrow() as? E {
+                result = .failure(error)
+            }
             return try result.get()
         }
     }
@@ -383,6 +394,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     /// Core Data equivalent: `existingObject(with:)`.
     public func existingObject(with objectID: ManagedObjectID) async throws -> ManagedObject {
         assertOnQueue()
+        if inaccessibleIDs.contains(objectID) { throw PostgresDataError.objectNotFound(objectID) }
         if let object = registered[objectID], !object.isFault { return object }
         if objectID.isTemporaryID && parent == nil { throw PostgresDataError.objectNotFound(objectID) }
         let object = self.object(with: objectID)
@@ -413,7 +425,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
         }
         if object.objectID.isUnassigned { object.objectID = .temporary(for: object.entity) }
         guard registered[object.objectID] == nil else { return }
-        if object.values.isEmpty { object.values = PropertyValues(object.entity.defaultValues) }
+        if object.values.isEmpty { object.values = PropertyValues(object.entity.placeholderValues) }
         object.isFaultStorage = false
         object.managedObjectContext = self
         object.isInsertedStorage = true
@@ -507,6 +519,8 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
         deletedSet = [:]
         recordedErrors = []
         unfilledFaults = []
+        faultErrors = []
+        inaccessibleIDs = []
         pendingChanges = PendingChanges()
     }
 
@@ -520,6 +534,8 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
         deletedSet = [:]
         recordedErrors = []
         unfilledFaults = []
+        faultErrors = []
+        inaccessibleIDs = []
         pendingChanges = PendingChanges()
         filledBatches = []
     }
@@ -596,7 +612,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
             markInaccessible(object)
         } catch PostgresDataError.objectNotFound(let id) {
             markInaccessible(object)
-            recordedErrors.append(.objectNotFound(id))
+            faultErrors.append(.objectNotFound(id))
         } catch let error as PostgresDataError {
             recordFaultError(error, for: object)
         } catch {
@@ -635,7 +651,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
 
     /// A fault whose row is gone: it reads as deleted, with its entity's default values.
     func markInaccessible(_ object: ManagedObject) {
-        object.values = PropertyValues(object.entity.defaultValues)
+        object.values = PropertyValues(object.entity.placeholderValues)
         object.snapshot = nil
         object.isFaultStorage = false
         object.isDeletedStorage = true
@@ -645,28 +661,43 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
             object.holdsCacheReference = false
         }
         pendingChanges.deleted.insert(object.objectID)
+        inaccessibleIDs.insert(object.objectID)
     }
 
     /// A fault the store failed to fill: the error waits for the next save or the end of the
     /// async block; the object reads its default values and becomes a fault again then.
     private func recordFaultError(_ error: PostgresDataError, for object: ManagedObject) {
         persistentStoreCoordinator.logger.error("filling the fault \(object.objectID) failed: \(error)")
-        recordedErrors.append(error)
-        object.values = PropertyValues(object.entity.defaultValues)
+        faultErrors.append(error)
+        object.values = PropertyValues(object.entity.placeholderValues)
         object.isFaultStorage = false
         unfilledFaults.append(object)
     }
 
-    /// Throws the first error recorded since the last call (a failed fault, a setter's
-    /// error), turning the faults that failed back into faults.
-    func throwRecordedErrors() throws {
-        guard let error = recordedErrors.first else { return }
-        recordedErrors = []
+    /// Throws the first error of a fault filled since the last call, turning the faults that
+    /// failed back into faults (the next access tries again).
+    func throwFaultErrors() throws {
+        guard let error = faultErrors.first else { return }
+        faultErrors = []
         for object in unfilledFaults where object.snapshot == nil && !object.hasChanges {
             object.isFaultStorage = true
             object.values = []
         }
         unfilledFaults = []
+        throw error
+    }
+
+    /// The first fault error, taken as ``throwFaultErrors()`` takes it; nil when none.
+    func faultErrorToThrow() -> (any Error)? {
+        do { try throwFaultErrors() } catch { return error }
+        return nil
+    }
+
+    /// Throws the first error recorded since the last call: a fault's, else a setter's.
+    func throwRecordedErrors() throws {
+        try throwFaultErrors()
+        guard let error = recordedErrors.first else { return }
+        recordedErrors = []
         throw error
     }
 

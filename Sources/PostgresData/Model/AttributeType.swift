@@ -1,3 +1,4 @@
+import Foundation
 import PostgresClient
 
 /// The type of an attribute's values, and the PostgreSQL column type it maps to.
@@ -93,4 +94,24 @@ public enum AttributeType: String, Sendable, Hashable, CaseIterable {
     }
 
     var isInteger: Bool { self == .integer16 || self == .integer32 || self == .integer64 }
+}
+
+extension AttributeType {
+    /// The value a required attribute of this type reads when there is nothing to read;
+    /// NULL for `codable`, whose type has no zero the store knows.
+    var zeroValue: AttributeValue {
+        switch self {
+        case .integer16, .integer32, .integer64: .integer(0)
+        case .double: .double(0)
+        case .float: .float(0)
+        case .decimal: .decimal(0)
+        case .string: .string("")
+        case .boolean: .boolean(false)
+        case .date: .date(Date(timeIntervalSinceReferenceDate: 0))
+        case .binaryData: .data(Data())
+        case .uuid: .uuid(UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)))
+        case .uri: URL(string: "about:blank").map { .url($0) } ?? .null
+        case .codable: .null
+        }
+    }
 }

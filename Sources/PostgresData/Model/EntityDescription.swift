@@ -62,6 +62,11 @@ public final class EntityDescription: @unchecked Sendable, Hashable, CustomStrin
         }
         self.propertyIndexByName = byName
         self.defaultValues = properties.map { $0.attribute?.defaultValue ?? .null }
+        self.placeholderValues = properties.map { property in
+            guard let attribute = property.attribute else { return .null }
+            if case .null = attribute.defaultValue, !attribute.isOptional { return attribute.attributeType.zeroValue }
+            return attribute.defaultValue
+        }
         self.relationshipIndices = properties.indices.filter { properties[$0].relationship != nil }
         self.attributeRules = properties.enumerated().compactMap { index, property in
             property.attribute.map { (index, AttributeRule($0)) }
@@ -111,6 +116,10 @@ public final class EntityDescription: @unchecked Sendable, Hashable, CustomStrin
 
     /// Values of a newly inserted object: every attribute's default, nil relationships.
     let defaultValues: [AttributeValue]
+    /// Values of an object that has none to read (a fault whose row is gone, or whose store
+    /// failed): the defaults, and for required attributes without one their type's zero
+    /// (`0`, `""`, `false`, the reference date), so that a property read never traps.
+    let placeholderValues: [AttributeValue]
     /// The indices of the relationships.
     let relationshipIndices: [Int]
     /// The attributes with the rules a value must follow, by property index.

@@ -316,7 +316,7 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     private func fulfillFault() {
         guard let context = managedObjectContext else {
             // A fault without a context has nothing to read: it reads its default values.
-            values = PropertyValues(entity.defaultValues)
+            values = PropertyValues(entity.placeholderValues)
             isFaultStorage = false
             return
         }
