@@ -3,8 +3,8 @@ import Foundation
 import PostgresClient
 
 /// The benchmark's baseline: libpq called directly, doing the plainest fast thing, with no
-/// PostgresClient code in the way.
-final class RawConnection {
+/// PostgresClient code in the way. Each is used by one thread at a time.
+final class RawConnection: @unchecked Sendable {
     let handle: OpaquePointer
 
     init(_ configuration: Configuration) throws {

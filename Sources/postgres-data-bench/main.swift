@@ -135,6 +135,21 @@ for workload in workloads where only.map(workload.name.contains) ?? true {
     printRow(row)
 }
 
+// The request path: units of work at 1, 8, 64 and 10,000 at once over a pool of 8.
+if only.map({ "request".contains($0) || $0.contains("request") }) ?? true {
+    print("\nrequests (ops/s, pool of 8)             concurrency  PostgresData   raw libpq   ratio  threads (A/B)  peak MiB (A/B)")
+    let requestRows = try await runRequestWorkloads(container: container, client: connection, configuration: configuration,
+                                                    keys: 10_000, concurrencies: [1, 8, 64, 10_000], rounds: max(1, min(runs, 3)))
+    for result in requestRows {
+        let name = result.name.padding(toLength: 40, withPad: " ", startingAt: 0)
+        print("\(name) \(String(format: "%9d %12.0f %11.0f %6.2f× %7d/%-6d %7d/%-6d", result.concurrency, result.clientOpsPerSecond, result.rawOpsPerSecond, result.clientOpsPerSecond / result.rawOpsPerSecond, result.clientThreads, result.rawThreads, result.clientPeakMiB, result.rawPeakMiB))")
+        report.append(Row(workload: "\(result.name) c=\(result.concurrency) (ops/s; ratio A/B)", clientMilliseconds: result.clientOpsPerSecond,
+                          rawMilliseconds: result.rawOpsPerSecond, ratio: result.clientOpsPerSecond / result.rawOpsPerSecond,
+                          clientPeakMiB: result.clientPeakMiB, rawPeakMiB: result.rawPeakMiB))
+    }
+    try await fillItems(connection, rows: rows)
+}
+
 // Cancel latency: from the cancel request to the statement's 57014 error, connection reused after each.
 final class CancelClock: @unchecked Sendable {
     var requestedAt = ContinuousClock.now

@@ -255,6 +255,9 @@ struct FaultInjectionTests {
                             }
                             outcome.withLock { $0.saved.append(token) }
                         }
+                    } catch PostgresDataError.commitOutcomeUnknown {
+                        // The connection broke while COMMIT ran: the row may or may not be there.
+                        outcome.withLock { $0.uncertain.append(token) }
                     } catch let error as PostgresDataError {
                         // A connection error, or the server's "shutting down" / "starting up".
                         let state = error.sqlState ?? ""

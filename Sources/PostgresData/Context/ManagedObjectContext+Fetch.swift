@@ -178,7 +178,8 @@ extension ManagedObjectContext {
         var storeRequest = request
         if pending.changesResults {
             storeRequest.fetchOffset = 0
-            storeRequest.fetchLimit = request.fetchLimit > 0 ? request.fetchOffset + request.fetchLimit : 0
+            let (end, overflow) = max(0, request.fetchOffset).addingReportingOverflow(request.fetchLimit)
+            storeRequest.fetchLimit = request.fetchLimit > 0 ? (overflow ? 0 : end) : 0
         }
         return storeRequest
     }
@@ -188,7 +189,7 @@ extension ManagedObjectContext {
         guard pending.changesResults else { return objects }
         let merged = try merge(pending.matching, into: objects, sortedBy: request.sortDescriptors)
         let start = min(request.fetchOffset, merged.count)
-        let end = request.fetchLimit > 0 ? min(merged.count, start + request.fetchLimit) : merged.count
+        let end = request.fetchLimit > 0 ? start + min(request.fetchLimit, merged.count - start) : merged.count
         return Array(merged[start..<end])
     }
 

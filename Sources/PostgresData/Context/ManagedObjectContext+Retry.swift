@@ -75,9 +75,10 @@ struct RetrySchedule {
     private(set) var attempt = 1
     private var delay = Duration.milliseconds(5)
 
+    /// `maximumAttempts` counts every run of the block, the first included; below 1 it
+    /// counts as 1 (the block runs once).
     init(maximumAttempts: Int) {
-        precondition(maximumAttempts >= 1, "maximumAttempts counts every run of the block, the first included")
-        self.maximumAttempts = maximumAttempts
+        self.maximumAttempts = max(1, maximumAttempts)
     }
 
     /// The wait before running again after `error`, or nil when the error is final.

@@ -6,12 +6,16 @@ extension ManagedObject {
     /// The value of the property called `key`: an attribute's value, a to-one relationship's
     /// object, or a to-many relationship's `Set<ManagedObject>`; `nil` for NULL.
     ///
-    /// Core Data equivalent: `value(forKey:)`. Unknown keys are a precondition failure as in
-    /// Core Data; use ``EntityDescription/propertyIndex(named:)`` to check first, or the
-    /// throwing ``setValue(_:forKey:)`` to set.
+    /// Core Data equivalent: `value(forKey:)`, which raises for an unknown key; this one
+    /// returns nil and records ``PostgresDataError/unknownKey(_:entity:known:)``, thrown by the
+    /// context's next save (a key may come from a request: it must not stop the program).
+    /// Use ``EntityDescription/propertyIndex(named:)`` to check first, or the throwing
+    /// ``setValue(_:forKey:)`` to set.
     public func value(forKey key: String) -> Any? {
         guard let index = entity.propertyIndex(named: key) else {
-            preconditionFailure("\(entity.name) has no property \"\(key)\"; its properties are \(entity.properties.map(\.name).joined(separator: ", "))")
+            let error = PostgresDataError.unknownKey(key, entity: entity.name, known: entity.properties.map(\.name))
+            managedObjectContext?.recordingErrors { throw error }
+            return nil
         }
         switch entity.properties[index] {
         case .attribute:

@@ -185,14 +185,24 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     /// that no context knows yet (with the model's default values), to insert later with
     /// ``ManagedObjectContext/insert(_:)``.
     ///
-    /// Core Data equivalent: `init(entity:insertInto:)`.
+    /// Core Data equivalent: `init(entity:insertInto:)`. The object's class must be the
+    /// entity's (``EntityDescription/managedObjectClass``); an object of another class is not
+    /// inserted, and the context's next ``ManagedObjectContext/save()`` throws
+    /// ``PostgresDataError/invalidRequest(_:)`` saying so.
     public required init(entity: EntityDescription, insertInto context: ManagedObjectContext?) {
         // An object outside any context gets a temporary number when it is inserted; fetched
         // objects get their row's ID at once, and so never draw one.
         self.objectID = context == nil ? .unassigned(for: entity) : .temporary(for: entity)
         ownValues = entity.defaultValues
         isFaultStorage = false
-        context?.insert(self)
+        guard let context else { return }
+        // Fetches hand out an entity's objects as its class without a check per object.
+        guard ObjectIdentifier(type(of: self)) == ObjectIdentifier(entity.managedObjectClass) else {
+            let reason = "an object of class \(type(of: self)) cannot be an object of entity \(entity.name), whose class is \(entity.managedObjectClass); it was not inserted"
+            context.recordingErrors { throw PostgresDataError.invalidRequest(reason) }
+            return
+        }
+        context.insert(self)
     }
 
     /// A fault for a row, not registered anywhere yet: the context that makes it sets its ID

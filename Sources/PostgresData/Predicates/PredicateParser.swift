@@ -266,11 +266,13 @@ struct PredicateParser {
             return inner
         case .symbol("{"):
             position += 1
+            try enterNesting("lists")
             var elements: [PredicateValue] = []
             if !accept(symbol: "}") {
                 repeat { elements.append(try parseValue()) } while accept(symbol: ",")
                 try expect(symbol: "}", "to close the list")
             }
+            depth -= 1
             return .list(elements)
         case .number(let text):
             position += 1
@@ -357,6 +359,8 @@ struct PredicateParser {
     }
 
     private mutating func parseSubquery(at token: Token) throws(PredicateSyntaxError) -> PredicateValue {
+        try enterNesting("SUBQUERY")
+        defer { depth -= 1 }
         try expect(symbol: "(", "after SUBQUERY")
         guard case .identifier(let first) = current.kind else {
             throw error("expected the collection key path of SUBQUERY, found \(describe(current))")
