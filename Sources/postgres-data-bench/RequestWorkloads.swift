@@ -44,15 +44,12 @@ final class ThreadSampler: @unchecked Sendable {
     }
 }
 
+/// A request workload's medians: operations per second, threads and peak memory, A and B.
 struct RequestResult {
     var name: String
     var concurrency: Int
-    var clientOpsPerSecond: Double
-    var rawOpsPerSecond: Double
-    var clientThreads: Int
-    var rawThreads: Int
-    var clientPeakMiB: Int
-    var rawPeakMiB: Int
+    var clientOpsPerSecond, rawOpsPerSecond: Double
+    var clientThreads, rawThreads, clientPeakMiB, rawPeakMiB: Int
 }
 
 /// Runs "read by key" and "read-modify-save" at each concurrency, A then B, `rounds` times

@@ -31,12 +31,7 @@ package final class LibraryExecutor: TaskExecutor, @unchecked Sendable {
 
     private init(threadCount: Int, name: String) {
         self.threadCount = threadCount
-        for index in 0..<threadCount {
-            let thread = Thread { [self] in self.run() }
-            thread.name = "\(name).\(index)"
-            thread.stackSize = 1 << 20
-            thread.start()
-        }
+        Thread.startThreads(threadCount, named: name, stackSize: 1 << 20) { [self] in self.run() }
     }
 
     package func enqueue(_ job: consuming ExecutorJob) {
@@ -182,6 +177,19 @@ private struct TimerHeap {
             guard smallest != parent else { return }
             heap.swapAt(parent, smallest)
             parent = smallest
+        }
+    }
+}
+
+extension Thread {
+    /// Starts `count` threads named `name.0`, `name.1`, … that each run `body` (the loops of
+    /// the library's own thread pools).
+    package static func startThreads(_ count: Int, named name: String, stackSize: Int, _ body: @escaping @Sendable () -> Void) {
+        for index in 0..<count {
+            let thread = Thread(block: body)
+            thread.name = "\(name).\(index)"
+            thread.stackSize = stackSize
+            thread.start()
         }
     }
 }

@@ -186,13 +186,8 @@ final class ContextThreads: @unchecked Sendable {
 
     private init(threadCount: Int) {
         self.threadCount = threadCount
-        for index in 0..<threadCount {
-            let thread = Thread { [self] in self.run() }
-            thread.name = "PostgresData.context.\(index)"
-            // Predicates and user code run here: the size of a main thread's stack.
-            thread.stackSize = 8 << 20
-            thread.start()
-        }
+        // Predicates and user code run here: the stack of a main thread.
+        Thread.startThreads(threadCount, named: "PostgresData.context", stackSize: 8 << 20) { [self] in self.run() }
     }
 
     func submit(_ queue: ContextQueue) {

@@ -30,7 +30,9 @@ final class RowCache: Sendable {
         /// another version (the row changed since) or not at all. True when it changed.
         mutating func retain(_ fetched: RowSnapshot, generation next: UInt64, reading: Bool) -> Bool {
             references += 1
-            if let snapshot, snapshot.version == fetched.version { return false }
+            // A slow fetch may bring a row older than the one a save or a faster read cached:
+            // row versions are transaction IDs, compared modulo 2³² as PostgreSQL does.
+            if let snapshot, Int32(bitPattern: fetched.version &- snapshot.version) <= 0 { return false }
             let isNew = snapshot == nil && generation == 0
             if reading && !isNew { changedWhileReading = true }
             snapshot = fetched
