@@ -11,15 +11,15 @@ extension ManagedObjectContext {
     /// in memory with the same predicate and merged in sort order.
     ///
     /// This form blocks the context's thread while the database works; in async code, use
-    /// ``fetch(_:)-(FetchRequest<Result>)``, which suspends instead.
+    /// ``fetch(_:)``, which suspends instead.
     public func fetch<Result>(_ request: FetchRequest<Result>) throws -> [Result] {
         assertOnQueue()
         return try BlockingBridge.run { try await self.fetch(request) }
     }
 
-    /// Runs a fetch request as ``fetch(_:)-(FetchRequest<Result>)`` does, suspending the
+    /// Runs a fetch request as ``fetch(_:)`` does, suspending the
     /// calling task instead of blocking a thread while the database works; call it inside
-    /// ``perform(_:)-(()->T)``.
+    /// ``perform(_:)``.
     ///
     /// Core Data equivalent: `fetch(_:)`.
     public func fetch<Result>(_ request: FetchRequest<Result>) async throws -> [Result] {
@@ -64,7 +64,7 @@ extension ManagedObjectContext {
         return try BlockingBridge.run { try await self.count(for: request) }
     }
 
-    /// The number of objects a request would return, as ``count(for:)-(FetchRequest<Result>)``
+    /// The number of objects a request would return, as ``count(for:)``
     /// says, suspending the calling task while the database counts.
     ///
     /// Core Data equivalent: `count(for:)`.

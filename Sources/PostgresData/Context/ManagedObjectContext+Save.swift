@@ -14,14 +14,14 @@ extension ManagedObjectContext {
     /// database is unchanged and the context still holds every change, to fix and retry.
     ///
     /// This form blocks the context's thread while the database works; in async code, use
-    /// ``save()-()``'s `await` form, which suspends instead.
+    /// ``save()``'s `await` form, which suspends instead.
     public func save() throws {
         assertOnQueue()
         try BlockingBridge.run { try await self.save() }
     }
 
     /// Writes the context's changes as ``save()`` does, suspending the calling task instead of
-    /// blocking a thread while the database works; call it inside ``perform(_:)-(()->T)``.
+    /// blocking a thread while the database works; call it inside ``perform(_:)``.
     ///
     /// Core Data equivalent: `save()`.
     public func save() async throws {

@@ -121,7 +121,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     /// When true (the default), a fault whose row is gone — another process deleted it —
     /// reads as a deleted object with its default values instead of failing; when false, the
     /// access records ``PostgresDataError/objectNotFound(_:)``, thrown by the next ``save()``
-    /// or by the enclosing async ``perform(_:)-(()->T)``. Either way the program goes on.
+    /// or by the enclosing async ``perform(_:)``. Either way the program goes on.
     ///
     /// Core Data equivalent: the property of the same name.
     public var shouldDeleteInaccessibleFaults: Bool {
@@ -203,7 +203,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     /// objects, and returns only `Sendable` values (object IDs, not objects). The calling
     /// task suspends meanwhile. Store work inside the block (``save()``, ``fetch(_:)``, a
     /// fault) blocks that context thread, never a thread of Swift's cooperative pool; use the
-    /// async block form, ``perform(_:)-(()->T)``, for I/O that suspends.
+    /// async block form, ``perform(_:)``, for I/O that suspends.
     public func perform<T: Sendable, E: Error>(_ block: @escaping @Sendable () throws(E) -> T) async throws(E) -> T {
         let result: Result<T, E> = await queue.run { () async -> Result<T, E> in
             var result = Result<T, E> { () throws(E) -> T in try block() }
@@ -232,8 +232,8 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     ///
     /// Blocks of one context still run one at a time, in order: no other block of the context
     /// starts until this one has returned, awaits included. Inside it, the `await` forms of
-    /// ``fetch(_:)-(FetchRequest<Result>)``, ``count(for:)-(FetchRequest<Result>)``,
-    /// ``existingObject(with:)-(ManagedObjectID)``, ``save()-()`` and ``execute(_:)-(BatchUpdateRequest)``
+    /// ``fetch(_:)``, ``count(for:)``,
+    /// ``existingObject(with:)``, ``save()`` and ``execute(_:)``
     /// suspend the task while the database works, so a thread serves other units of work
     /// meanwhile. Objects stay in the block: return IDs or `Sendable` values.
     ///
@@ -601,7 +601,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     /// the program: a fault whose row is gone reads as deleted, with its default values
     /// (Core Data's ``shouldDeleteInaccessibleFaults``); a store error (a lost connection is
     /// retried once on a fresh one) is recorded and thrown by the next ``save()`` or by the
-    /// enclosing async ``perform(_:)-(()->T)``, and the object reads its default values
+    /// enclosing async ``perform(_:)``, and the object reads its default values
     /// until then. ``ManagedObject/load()`` throws both at the access instead.
     func fulfillFault(_ object: ManagedObject) {
         assertOnQueue()
