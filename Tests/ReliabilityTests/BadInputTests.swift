@@ -59,6 +59,28 @@ struct BadInputTests {
         Case(name: "NOT repeated 100,000 times", says: ["nested"]) { _, _ in
             _ = try FetchPredicate(format: String(repeating: "NOT ", count: 100_000) + "title == 'x'")
         },
+        Case(name: "lists nested 30,000 deep", says: ["nested"]) { _, _ in
+            _ = try FetchPredicate(format: "title IN " + String(repeating: "{", count: 30_000) + "'x'" + String(repeating: "}", count: 30_000))
+        },
+        Case(name: "SUBQUERY nested 10,000 deep", says: ["nested"]) { _, _ in
+            _ = try FetchPredicate(format: String(repeating: "SUBQUERY(labels, $l, ", count: 10_000) + "TRUEPREDICATE"
+                                   + String(repeating: ").@count > 0", count: 10_000))
+        },
+        Case(name: "value(forKey:) with an unknown key, thrown by the save", says: ["colour", "Card"]) { context, _ in
+            try await context.perform {
+                let card = Card(context: context)
+                card.token = "unknown key"
+                card.title = "unknown key"
+                #expect(card.value(forKey: "colour") == nil)
+                try context.save()
+            }
+        },
+        Case(name: "an object of another class than its entity's", says: ["cannot be an object of entity Card"]) { context, _ in
+            try await context.perform {
+                _ = Label(entity: Card.entity(), insertInto: context)
+                try context.save()
+            }
+        },
         Case(name: "setValue with an unknown key", says: ["colour", "Card"]) { context, _ in
             try await context.perform { try Card(context: context).setValue("red", forKey: "colour") }
         },
@@ -130,6 +152,31 @@ struct BadInputTests {
         }
         #expect(!text.contains("s3cret-pw"), "\(input.name): the error shows the password: \(text)")
         #expect(try await fingerprint(stage) == before, "\(input.name) changed the database")
+        await stage.close()
+    }
+
+    @Test func windowsAndCountsFromARequestNeverStopTheProcess() async throws {
+        let stage = try await FaultStage.make()
+        let context = stage.container.newBackgroundContext()
+        let counts = try await context.perform { () throws in
+            // An unsaved object makes the window be cut in memory, where offset + limit overflowed.
+            let card = Card(context: context)
+            card.token = "window"
+            card.title = "window"
+            var request = FetchRequest<Card>()
+            request.fetchOffset = Int.max
+            request.fetchLimit = Int.max
+            let beyond = try context.fetch(request).count
+            request.fetchOffset = 0
+            let all = try context.fetch(request).count
+            return (beyond, all, try context.count(for: request))
+        }
+        #expect(counts.0 == 0)
+        #expect(counts.1 == counts.2 && counts.1 >= 1)
+        // A retry count below 1 runs the block once.
+        var runs = 0
+        try context.performAndWait(retryingUpTo: 0) { runs += 1 }
+        #expect(runs == 1)
         await stage.close()
     }
 
