@@ -27,7 +27,12 @@ public final class PersistentStoreCoordinator: Sendable {
 
     private let store = Locked<LoadedStore?>(nil)
     let requests = Locked<Int>(0)
-    private let observers = Locked<[ManagedObjectContextBox]>([])
+    /// The root contexts, held weakly, for merging saves into them.
+    private struct Observers {
+        var boxes: [ManagedObjectContextBox] = []
+        var pruneAt = 64
+    }
+    private let observers = Locked(Observers())
     /// The WAL position after the latest commit of this coordinator (tracked with a replica).
     let lastCommitPosition = Locked<WALPosition?>(nil)
     let remoteChangeHub = RemoteChangeHub()
@@ -246,7 +251,7 @@ public final class PersistentStoreCoordinator: Sendable {
         var payload = change.objectIDNotification()
         payload.walPosition = result.walPosition
         rowCache.remove(payload.updatedObjectIDs.union(payload.deletedObjectIDs))
-        let contexts = observers.withLock { $0.compactMap(\.context) }
+        let contexts = observers.withLock { $0.boxes.compactMap(\.context) }
         for context in contexts where context.parent == nil && context.automaticallyMergesChangesFromParent {
             context.enqueueMerge(payload)
         }
@@ -255,15 +260,20 @@ public final class PersistentStoreCoordinator: Sendable {
 
     func register(_ context: ManagedObjectContext) {
         observers.withLock { observers in
-            observers.removeAll { $0.context == nil }
-            observers.append(ManagedObjectContextBox(context))
+            // Gone contexts are dropped once they could make up half the list, not on every
+            // registration: a context per request must not cost a walk of every live one.
+            if observers.boxes.count >= observers.pruneAt {
+                observers.boxes.removeAll { $0.context == nil }
+                observers.pruneAt = max(64, 2 * observers.boxes.count)
+            }
+            observers.boxes.append(ManagedObjectContextBox(context))
         }
     }
 
     /// Tells the other root contexts of this coordinator about a save; those that merge
     /// automatically refresh from it.
     func didSave(_ payload: ContextDidSave, from source: ManagedObjectContext) {
-        let contexts = observers.withLock { $0.compactMap(\.context) }
+        let contexts = observers.withLock { $0.boxes.compactMap(\.context) }
         for context in contexts where context !== source && context.parent == nil && context.automaticallyMergesChangesFromParent {
             context.enqueueMerge(payload)
         }
