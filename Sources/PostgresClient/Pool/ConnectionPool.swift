@@ -252,15 +252,27 @@ public final class ConnectionPool: Sendable {
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
                 let timer = LibraryExecutor.shared.schedule(after: leaseTimeout) { [weak self] in self?.expireWaiter(id) }
-                let refused = state.withLock { state -> Bool in
-                    guard !state.isShutDown else { return true }
+                enum Queued { case refused, idle(Connection), waiting }
+                let queued = state.withLock { state -> Queued in
+                    guard !state.isShutDown else { return .refused }
+                    // A connection released since `lease()` chose to wait serves this waiter.
+                    if state.waiters.isEmpty, let connection = state.idle.popLast() {
+                        state.leasedCount += 1
+                        return .idle(connection)
+                    }
                     state.waiters.append(Waiter(id: id, continuation: continuation, timer: timer))
-                    return false
+                    return .waiting
                 }
-                if refused {
+                switch queued {
+                case .refused:
                     timer.cancel()
                     continuation.resume(throwing: Self.closedError())
                     return
+                case .idle(let connection):
+                    timer.cancel()
+                    continuation.resume(returning: connection)
+                    return
+                case .waiting: break
                 }
                 // Capacity freed by failed connection attempts serves the queue, not the next caller.
                 serveWaitersAfterCapacityFreed()
