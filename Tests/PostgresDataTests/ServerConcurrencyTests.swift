@@ -69,8 +69,9 @@ import Testing
         let total = try await container.rawIntegers("SELECT sum(weight)::int8 FROM item")
         #expect(total == [2_000])
         // The library adds a fixed number of threads (context threads, its own, a thread per
-        // connection), whatever the number of tasks.
-        let bound = before + 8 + 4 * ProcessInfo.processInfo.activeProcessorCount + 2 + 16
+        // connection), whatever the number of tasks: far fewer than the 2,000 units a thread
+        // each would take. (Suites running beside this one add threads of their own.)
+        let bound = before + 200
         #expect(peak <= bound, "peak \(peak) threads, before \(before)")
     }
 
