@@ -215,7 +215,7 @@ func percentile99(_ values: [Double]) -> Double {
     let sorted = values.sorted()
     return sorted[min(sorted.count - 1, Int((0.99 * Double(sorted.count)).rounded(.up)) - 1)]
 }
-for (label, client, rawValue) in [("cancel pg_sleep: median latency", median(clientLatencies), median(rawLatencies)),
+for (label, client, rawValue) in cancelRuns < 1 ? [] : [("cancel pg_sleep: median latency", median(clientLatencies), median(rawLatencies)),
                                   ("cancel pg_sleep: p99 latency", percentile99(clientLatencies), percentile99(rawLatencies)),
                                   ("W5 cancel asynchronous fetch: median", median(fetchLatencies), median(rawLatencies)),
                                   ("W5 cancel asynchronous fetch: p99", percentile99(fetchLatencies), percentile99(rawLatencies))] {

@@ -21,7 +21,7 @@ public struct TransactionOptions: Sendable, Hashable {
     }
 
     /// The `BEGIN` statement for these options.
-    var beginStatement: String {
+    package var beginStatement: String {
         var sql = "BEGIN"
         if let isolation { sql += " ISOLATION LEVEL \(isolation.rawValue)" }
         if readOnly { sql += " READ ONLY" }
@@ -101,13 +101,9 @@ extension Connection {
                     _ = try run("RELEASE SAVEPOINT \(name)", PostgresBindings(), format: .binary, token: token)
                 }
             }
-        } catch var error as PostgresError where error.kind == .connectionLost {
-            // The server may have committed before the connection broke: only it knows.
+        } catch let error as PostgresError where error.kind == .connectionLost {
             guard case .transaction = marker else { throw error }
-            error.kind = .commitOutcomeUnknown
-            error.message = "the connection was lost while COMMIT ran; the transaction may or may not have committed (\(error.message))"
-            error.hint = "Check whether the changes are in the database before writing them again, or make the unit of work idempotent (a unique key of the request, an upsert)."
-            throw error
+            throw error.commitOutcomeUnknown()
         } catch {
             // A commit that fails (deferred constraint, serialization failure) leaves no transaction open.
             await rollbackTransaction(marker)
@@ -149,5 +145,17 @@ extension Connection {
         }
         refreshHealth()
         return PQstatus(handle) == CONNECTION_OK && PQtransactionStatus(handle) == PQTRANS_IDLE
+    }
+}
+
+extension PostgresError {
+    /// This lost connection as ``Kind/commitOutcomeUnknown``: it broke after `COMMIT` was
+    /// sent, so the server may have committed before it did — only the server knows.
+    package func commitOutcomeUnknown() -> PostgresError {
+        var error = self
+        error.kind = .commitOutcomeUnknown
+        error.message = "the connection was lost while COMMIT ran; the transaction may or may not have committed (\(message))"
+        error.hint = "Check whether the changes are in the database before writing them again, or make the unit of work idempotent (a unique key of the request, an upsert)."
+        return error
     }
 }

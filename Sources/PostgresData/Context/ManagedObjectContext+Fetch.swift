@@ -124,33 +124,32 @@ extension ManagedObjectContext {
         } else {
             let (sql, bindings) = try storeRequest.sql(for: entity, columns: PersistentStoreCoordinator.selectList(entity),
                                                         excluding: pending.excludedKeys)
-            // Decoding (on the store side) and registering (here) overlap, batch by batch.
-            var registered: [ManagedObject] = []
-            let access = makeStoreAccess()
             let cachesRows = request.returnsObjectsAsFaults && !readsFromReplica
-            let channel = BatchChannel<SnapshotBatch>()
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                group.addTask {
-                    do {
-                        try await access.run {
-                            try await coordinator.streamSnapshots(sql: sql, bindings: bindings, entity: entity,
-                                                                  batchSize: Self.fetchStreamBatchSize, cachesRows: cachesRows,
-                                                                  into: channel)
-                        }
-                        channel.finish(nil)
-                    } catch {
-                        channel.finish(error)
+            let query = try await store {
+                try await coordinator.querySnapshots(sql: sql, bindings: bindings, entity: entity,
+                                                     batchSize: Self.fetchStreamBatchSize, cachesRows: cachesRows)
+            }
+            var registered: [ManagedObject] = []
+            func register(_ batch: SnapshotBatch) {
+                registered.append(contentsOf: self.register(batch.rows, entity: entity, asFaults: request.returnsObjectsAsFaults,
+                                                            sharesRows: request.returnsObjectsAsFaults))
+            }
+            if query.rest == nil {
+                register(query.first)
+            } else {
+                // Sized once for the whole result: growing a map of a million objects batch by
+                // batch would rehash it about eight times.
+                registered.reserveCapacity(query.first.total)
+                self.registered.reserve(query.first.total)
+                // Decoding (on the library's executor, off the connection) and registering
+                // (here) overlap, batch by batch.
+                let channel = BatchChannel<SnapshotBatch>()
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    group.addTask(executorPreference: LibraryExecutor.shared) {
+                        await query.decodeRest(batchSize: Self.fetchStreamBatchSize, into: channel)
                     }
-                }
-                while let batch = try await channel.next() {
-                    if registered.isEmpty {
-                        // Sized once for the whole result: growing a map of a million objects batch
-                        // by batch would rehash it about eight times.
-                        registered.reserveCapacity(batch.total)
-                        self.registered.reserve(batch.total)
-                    }
-                    registered.append(contentsOf: register(batch.rows, entity: entity, asFaults: request.returnsObjectsAsFaults,
-                                                           sharesRows: request.returnsObjectsAsFaults))
+                    register(query.first)
+                    while let batch = try await channel.next() { register(batch) }
                 }
             }
             objects = registered

@@ -91,7 +91,6 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
         self.parent = nil
         self.isReadOnly = readOnly
         self.queue = ContextQueue(isMain: concurrencyType == .mainQueue)
-        coordinator.register(self)
     }
 
     /// A child context of `parent`: it reads through the parent and saves into it.
@@ -135,7 +134,14 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     /// Core Data equivalent: the property of the same name.
     public var automaticallyMergesChangesFromParent: Bool {
         get { settings.withLock { $0.automaticallyMergesChangesFromParent } }
-        set { settings.withLock { $0.automaticallyMergesChangesFromParent = newValue } }
+        set {
+            // Under the settings lock, so that the coordinator's registry follows the last write.
+            settings.withLock { settings in
+                guard settings.automaticallyMergesChangesFromParent != newValue else { return }
+                settings.automaticallyMergesChangesFromParent = newValue
+                if parent == nil { persistentStoreCoordinator.setMergesChanges(self, newValue) }
+            }
+        }
     }
 
     /// The author recorded in persistent history with this context's saves and batch
@@ -170,6 +176,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     }
 
     deinit {
+        if parent == nil { persistentStoreCoordinator.forgetContext(ObjectIdentifier(self)) }
         unregisterAll()
     }
 

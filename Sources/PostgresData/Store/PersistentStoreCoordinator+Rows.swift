@@ -9,11 +9,34 @@ enum SaveOutcome: Sendable {
     case conflicts([(ManagedObjectID, RowSnapshot?)])
 }
 
-/// Rows of one result decoded by ``PersistentStoreCoordinator/streamSnapshots(sql:bindings:entity:batchSize:cachesRows:into:)``,
-/// with the size of the whole result.
+/// Rows of one result decoded into snapshots, with the size of the whole result.
 struct SnapshotBatch: Sendable {
     var rows: [(Int64, RowSnapshot)]
     var total: Int
+}
+
+/// A fetch's result: its first batch, decoded, and the rows after it, still encoded.
+struct SnapshotQuery: Sendable {
+    var first: SnapshotBatch
+    var rest: (result: QueryResult, decoder: SnapshotDecoder, start: Int)?
+
+    /// Decodes the rows after the first batch into `channel`, batch by batch, letting other
+    /// work of the executor run between batches; ends the channel.
+    func decodeRest(batchSize: Int, into channel: BatchChannel<SnapshotBatch>) async {
+        guard let (result, decoder, start) = rest else { return channel.finish(nil) }
+        var position = start
+        do {
+            while position < result.count, !channel.isStopped {
+                let end = min(result.count, position + batchSize)
+                channel.send(SnapshotBatch(rows: try decoder.snapshots(of: result, rows: position..<end), total: result.count))
+                position = end
+                await Task.yield()
+            }
+            channel.finish(nil)
+        } catch {
+            channel.finish(error)
+        }
+    }
 }
 
 /// A save's rows changed underneath; thrown inside the transaction to roll it back.
@@ -73,8 +96,10 @@ extension PersistentStoreCoordinator {
         }
     }
 
-    /// Rows of a fetch request sent to `channel` in batches, each decoded here, off the
-    /// context, while the context registers the previous one.
+    /// Runs a fetch request's statement and decodes its first `batchSize` rows on the
+    /// connection's thread; the rest, if any, is decoded later off the connection (see
+    /// ``SnapshotQuery/decodeRest(batchSize:into:)``), while the context registers the
+    /// batch before. A fetch of a few rows costs one trip to the connection and back.
     ///
     /// The statement's whole result is read first (one statement, no transaction): libpq 15's
     /// single-row mode, which would let decoding start with the first row, builds a result
@@ -82,24 +107,17 @@ extension PersistentStoreCoordinator {
     /// hold belong in an asynchronous fetch or a batch walk (a cursor).
     ///
     /// With `cachesRows` (a fetch of faults), the row cache is first sized for the result:
-    /// growing it batch by batch would move a million entries about twice each. Each batch
-    /// carries the result's size, for the context to size its identity map the same way.
-    func streamSnapshots(sql: String, bindings: PostgresBindings, entity: EntityDescription, batchSize: Int,
-                         cachesRows: Bool, into channel: BatchChannel<SnapshotBatch>) async throws {
+    /// growing it batch by batch would move a million entries about twice each. The first
+    /// batch carries the result's size, for the context to size its identity map the same way.
+    func querySnapshots(sql: String, bindings: PostgresBindings, entity: EntityDescription, batchSize: Int,
+                        cachesRows: Bool) async throws -> SnapshotQuery {
         try await withReadConnection { connection in
             let result = try await connection.query(sql, bindings: bindings)
             if cachesRows && result.count > batchSize { rowCache.reserve(result.count, for: entity) }
             let decoder = SnapshotDecoder(entity: entity, result: result)
-            var start = 0
-            while start < result.count, !channel.isStopped {
-                let end = min(result.count, start + batchSize)
-                let rows = try decoder.snapshots(of: result, rows: start..<end)
-                channel.send(SnapshotBatch(rows: rows, total: result.count))
-                start = end
-            }
-            // The consumer has every batch now: freeing the result (tens of milliseconds for
-            // a million rows) and returning the connection happen while it registers the last.
-            channel.finish(nil)
+            let end = min(result.count, batchSize)
+            let first = SnapshotBatch(rows: try decoder.snapshots(of: result, rows: 0..<end), total: result.count)
+            return SnapshotQuery(first: first, rest: end < result.count ? (result, decoder, end) : nil)
         }
     }
 
@@ -199,39 +217,93 @@ extension PersistentStoreCoordinator {
         let isolation = try loaded().saveIsolation
         do {
             return try await withWriteConnection { connection in
-                try await connection.withTransaction(TransactionOptions(isolation: isolation)) { connection in
-                    var version: UInt32?
-                    if plan.insertsRows {
-                        let txid = try await connection.query("SELECT txid_current()")
-                        version = UInt32(truncatingIfNeeded: try txid[0].decode(Int64.self, at: 0))
-                    }
-                    for statement in plan.statements {
-                        if let copy = statement.copy {
-                            try await connection.copyRows(into: copy.table, columns: copy.columns) { writer in
-                                try writer.appendEncodedRows(copy.rows, count: copy.rowCount)
-                            }
-                            continue
-                        }
-                        let result = try await connection.query(statement.sql, bindings: statement.bindings)
-                        if version == nil, result.columns.count > 1, let first = result.first {
-                            // An UPDATE's RETURNING xmin: the version of every row this save writes.
-                            version = try first.decode(TransactionID.self, at: 1).rawValue
-                        }
-                        guard case .versions(let entity, let keys) = statement.check, result.count != keys.count else { continue }
-                        let returned = Set(try result.map { try $0.decode(Int64.self, at: 0) })
-                        let missing = keys.filter { !returned.contains($0) }
-                        let current = Dictionary(try await Self.fetchSnapshots(entity, keys: missing, on: connection),
-                                                 uniquingKeysWith: { first, _ in first })
-                        throw ConflictsFound(conflicts: missing.map { (ManagedObjectID(entity: entity, primaryKey: $0), current[$0]) })
-                    }
-                    return .saved(version: version)
-                }
+                plan.isPipelined ? try await Self.runPipelined(plan, isolation: isolation, on: connection)
+                                 : try await Self.runStatements(plan, isolation: isolation, on: connection)
             }
         } catch let found as ConflictsFound {
             // The rows as they are now replace the cached ones: the next reader starts from them.
             rowCache.update(found.conflicts.compactMap { id, row in row.map { (id, $0) } })
             rowCache.remove(found.conflicts.filter { $0.1 == nil }.map(\.0))
             return .conflicts(found.conflicts)
+        }
+    }
+
+    /// A small plan in one round trip: `BEGIN`, the statements and `COMMIT` in one pipeline.
+    /// A statement that fails (a version check included) makes the server skip the rest,
+    /// `COMMIT` with them; the transaction is then rolled back.
+    private static func runPipelined(_ plan: SavePlan, isolation: TransactionOptions.IsolationLevel?,
+                                     on connection: Connection) async throws -> SaveOutcome {
+        var statements: [(sql: String, bindings: PostgresBindings)] = [(TransactionOptions(isolation: isolation).beginStatement, PostgresBindings())]
+        if plan.insertsRows { statements.append(("SELECT txid_current()", PostgresBindings())) }
+        let firstOfPlan = statements.count
+        statements += plan.statements.map { ($0.sql, $0.bindings) }
+        statements.append(("COMMIT", PostgresBindings()))
+        let outcomes = try await connection.pipeline(statements)
+        var version: UInt32?
+        for (index, outcome) in outcomes.enumerated() {
+            switch outcome {
+            case .succeeded(let result):
+                if plan.insertsRows && index == firstOfPlan - 1, let row = result.first {
+                    version = UInt32(truncatingIfNeeded: try row.decode(Int64.self, at: 0))
+                } else if version == nil, index >= firstOfPlan, index < outcomes.count - 1, result.columns.count > 1, let row = result.first {
+                    // An UPDATE's RETURNING xmin: the version of every row this save writes.
+                    version = try row.decode(TransactionID.self, at: 1).rawValue
+                }
+            case .failed(let error) where error.kind != .connectionLost:
+                // COMMIT never ran (or failed and ended the transaction): nothing was written.
+                _ = await connection.resetForReuse()
+                let position = index - firstOfPlan
+                if SavePlan.isFailedVersionCheck(error), plan.statements.indices.contains(position),
+                   case .versions(let entity, let keys, let versions) = plan.statements[position].check {
+                    let current = try await fetchSnapshots(entity, keys: keys, on: connection)
+                    let rows = Dictionary(current, uniquingKeysWith: { first, _ in first })
+                    let conflicts = zip(keys, versions).filter { key, version in rows[key]?.version != version }
+                    throw ConflictsFound(conflicts: conflicts.map { key, _ in (ManagedObjectID(entity: entity, primaryKey: key), rows[key]) })
+                }
+                throw error
+            case .failed(let error), .unanswered(let error):
+                // The connection broke after COMMIT left: the server may have committed.
+                if case .notSent = outcomes[outcomes.count - 1] { throw error }
+                throw error.commitOutcomeUnknown()
+            case .notSent(let error):
+                _ = await connection.resetForReuse()
+                throw error
+            case .skipped:
+                throw PostgresError(.server, message: "the save's pipeline skipped a statement without a failure before it")
+            }
+        }
+        return .saved(version: version)
+    }
+
+    /// A large plan statement by statement in a transaction (binary COPY for many new rows).
+    private static func runStatements(_ plan: SavePlan, isolation: TransactionOptions.IsolationLevel?,
+                                      on connection: Connection) async throws -> SaveOutcome {
+        try await connection.withTransaction(TransactionOptions(isolation: isolation)) { connection in
+            var version: UInt32?
+            if plan.insertsRows {
+                let txid = try await connection.query("SELECT txid_current()")
+                version = UInt32(truncatingIfNeeded: try txid[0].decode(Int64.self, at: 0))
+            }
+            for statement in plan.statements {
+                if let copy = statement.copy {
+                    try await connection.copyRows(into: copy.table, columns: copy.columns) { writer in
+                        try writer.appendEncodedRows(copy.rows, count: copy.rowCount)
+                    }
+                    continue
+                }
+                let result = try await connection.query(statement.sql, bindings: statement.bindings)
+                if version == nil, result.columns.count > 1, let first = result.first {
+                    // An UPDATE's RETURNING xmin: the version of every row this save writes.
+                    version = try first.decode(TransactionID.self, at: 1).rawValue
+                }
+                guard case .versions(let entity, let keys, _) = statement.check, result.count != keys.count else { continue }
+                let returned = Set(try result.map { try $0.decode(Int64.self, at: 0) })
+                let missing = keys.filter { !returned.contains($0) }
+                let current = Dictionary(try await fetchSnapshots(entity, keys: missing, on: connection),
+                                         uniquingKeysWith: { first, _ in first })
+                throw ConflictsFound(conflicts: missing.map { (ManagedObjectID(entity: entity, primaryKey: $0), current[$0]) })
+            }
+            return .saved(version: version)
         }
     }
 }

@@ -27,12 +27,9 @@ public final class PersistentStoreCoordinator: Sendable {
 
     private let store = Locked<LoadedStore?>(nil)
     let requests = Locked<Int>(0)
-    /// The root contexts, held weakly, for merging saves into them.
-    private struct Observers {
-        var boxes: [ManagedObjectContextBox] = []
-        var pruneAt = 64
-    }
-    private let observers = Locked(Observers())
+    /// The root contexts that merge changes automatically, held weakly: only they are told
+    /// about saves, so a context per request that does not merge costs no one anything.
+    private let mergingContexts = Locked<[ObjectIdentifier: ManagedObjectContextBox]>([:])
     /// The WAL position after the latest commit of this coordinator (tracked with a replica).
     let lastCommitPosition = Locked<WALPosition?>(nil)
     let remoteChangeHub = RemoteChangeHub()
@@ -251,30 +248,30 @@ public final class PersistentStoreCoordinator: Sendable {
         var payload = change.objectIDNotification()
         payload.walPosition = result.walPosition
         rowCache.remove(payload.updatedObjectIDs.union(payload.deletedObjectIDs))
-        let contexts = observers.withLock { $0.boxes.compactMap(\.context) }
-        for context in contexts where context.parent == nil && context.automaticallyMergesChangesFromParent {
+        let contexts = mergingContexts.withLock { $0.values.compactMap(\.context) }
+        for context in contexts where context.automaticallyMergesChangesFromParent {
             context.enqueueMerge(payload)
         }
         remoteChangeHub.post(change)
     }
 
-    func register(_ context: ManagedObjectContext) {
-        observers.withLock { observers in
-            // Gone contexts are dropped once they could make up half the list, not on every
-            // registration: a context per request must not cost a walk of every live one.
-            if observers.boxes.count >= observers.pruneAt {
-                observers.boxes.removeAll { $0.context == nil }
-                observers.pruneAt = max(64, 2 * observers.boxes.count)
-            }
-            observers.boxes.append(ManagedObjectContextBox(context))
-        }
+    /// Adds a root context to (or removes it from) the contexts told about saves and remote
+    /// changes; a context leaves when it stops merging or goes away.
+    func setMergesChanges(_ context: ManagedObjectContext, _ merges: Bool) {
+        let box = merges ? ManagedObjectContextBox(context) : nil
+        mergingContexts.withLock { $0[ObjectIdentifier(context)] = box }
+    }
+
+    /// Forgets a context that is going away.
+    func forgetContext(_ identifier: ObjectIdentifier) {
+        mergingContexts.withLock { _ = $0.removeValue(forKey: identifier) }
     }
 
     /// Tells the other root contexts of this coordinator about a save; those that merge
     /// automatically refresh from it.
     func didSave(_ payload: ContextDidSave, from source: ManagedObjectContext) {
-        let contexts = observers.withLock { $0.boxes.compactMap(\.context) }
-        for context in contexts where context !== source && context.parent == nil && context.automaticallyMergesChangesFromParent {
+        let contexts = mergingContexts.withLock { $0.values.compactMap(\.context) }
+        for context in contexts where context !== source && context.automaticallyMergesChangesFromParent {
             context.enqueueMerge(payload)
         }
     }

@@ -34,8 +34,10 @@ struct SavePlan: Sendable {
     }
 
     enum Check: Sendable {
-        /// Every key must come back from `RETURNING`; a missing one is a conflict.
-        case versions(entity: EntityDescription, keys: [Int64])
+        /// Every key must come back from `RETURNING`; a missing one is a conflict. In a
+        /// pipelined plan the statement itself fails when one is missing (see
+        /// ``SavePlan/checked(_:returning:expected:)``), and the versions tell which.
+        case versions(entity: EntityDescription, keys: [Int64], versions: [UInt32])
         case none
     }
 
@@ -58,13 +60,23 @@ struct SavePlan: Sendable {
     /// `INSERT … SELECT FROM unnest(…)`: COPY costs a round trip more and parses nothing.
     static let copyThreshold = 1_000
 
+    /// Up to this many rows in all, a save is pipelined: `BEGIN`, its statements and `COMMIT`
+    /// leave in one flush and it costs one round trip. Few rows keep the results (a key and a
+    /// version per row) well inside the socket's buffers while the client still sends.
+    static let pipelineLimit = 500
+
     var statements: [Statement] = []
     /// True when rows are inserted: the save then reads its transaction ID once, the version
     /// of every row it writes.
     var insertsRows = false
+    /// True when the plan runs as one pipeline: each version-checked statement then fails by
+    /// itself when a row changed underneath, so that the `COMMIT` sent behind it never
+    /// commits a partial save.
+    let isPipelined: Bool
 
     init(inserts: [Insert], updates: [Update], deletes: [Delete], joinInserts: [JoinChange],
          joinDeletes: [JoinChange], history: HistoryRecord? = nil) throws {
+        isPipelined = inserts.count + updates.count + deletes.count + joinInserts.count + joinDeletes.count <= Self.pipelineLimit
         // Updates first: a deletion's ON DELETE SET NULL must not change rows this save
         // updates (their version check would fail). Deletions before inserts, so a new row
         // may take a unique value a deleted one held.
@@ -168,7 +180,9 @@ struct SavePlan: Sendable {
                     assignments.append("\"id\" = u.k")
                 }
                 let sql = "UPDATE \(quoteIdentifier(entity.tableName)) AS t SET \(assignments.joined(separator: ", ")) FROM unnest(\(casts.joined(separator: ", "))) AS u(\(aliases.joined(separator: ", "))) WHERE t.\"id\" = u.k AND t.xmin = u.v RETURNING t.\"id\", t.xmin"
-                statements.append(Statement(sql: sql, bindings: bindings, check: .versions(entity: entity, keys: group.map(\.key))))
+                statements.append(Statement(
+                    sql: isPipelined ? Self.checked(sql, returning: "w.\"id\", w.xmin", expected: group.count) : sql,
+                    bindings: bindings, check: .versions(entity: entity, keys: group.map(\.key), versions: group.map(\.version))))
             }
         }
     }
@@ -184,7 +198,9 @@ struct SavePlan: Sendable {
             try bindings.append(rows.map(\.key))
             try bindings.append(rows.map { TransactionID($0.version) })
             let sql = "DELETE FROM \(quoteIdentifier(entity.tableName)) AS t USING unnest($1::bigint[], $2::xid[]) AS u(k, v) WHERE t.\"id\" = u.k AND t.xmin = u.v RETURNING t.\"id\""
-            statements.append(Statement(sql: sql, bindings: bindings, check: .versions(entity: entity, keys: rows.map(\.key))))
+            statements.append(Statement(
+                sql: isPipelined ? Self.checked(sql, returning: "w.\"id\"", expected: rows.count) : sql,
+                bindings: bindings, check: .versions(entity: entity, keys: rows.map(\.key), versions: rows.map(\.version))))
         }
     }
 
@@ -214,6 +230,24 @@ struct SavePlan: Sendable {
                 : "DELETE FROM \(quoteIdentifier(name)) AS j USING unnest($1::bigint[], $2::bigint[]) AS u(s, d) WHERE j.\(source) = u.s AND j.\(destination) = u.d"
             statements.append(Statement(sql: sql, bindings: bindings, check: .none))
         }
+    }
+
+    // MARK: Version checks that fail by themselves
+
+    /// The text a failed version check casts to `boolean`, so that its error names it.
+    static let versionCheckMarker = "postgres-data version check"
+
+    /// `statement` (an `UPDATE` or `DELETE` … `RETURNING`) wrapped so that it fails — SQLSTATE
+    /// 22P02, the marker in the message — unless it wrote exactly `expected` rows. Plain SQL
+    /// has no `RAISE`; casting a text computed at run time to `boolean` is its assertion, and
+    /// no function has to exist in the user's schema. The rows come back as before.
+    static func checked(_ statement: String, returning columns: String, expected: Int) -> String {
+        "WITH w AS (\(statement)) SELECT \(columns) FROM (SELECT count(*) AS n FROM w) AS c LEFT JOIN w ON true WHERE CASE WHEN c.n = \(expected) THEN true ELSE ('\(versionCheckMarker): ' || c.n || ' of \(expected) rows')::boolean END"
+    }
+
+    /// True when `error` is a failed check of ``checked(_:returning:expected:)``.
+    static func isFailedVersionCheck(_ error: PostgresError) -> Bool {
+        error.sqlState?.rawValue == "22P02" && error.message.contains(versionCheckMarker)
     }
 
     /// The column type of a stored property (a foreign key is a bigint).
