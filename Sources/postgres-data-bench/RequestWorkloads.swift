@@ -23,7 +23,7 @@ func processThreadCount() -> Int {
     return line.split(separator: "\t").last.flatMap { Int($0.trimmingCharacters(in: .whitespaces)) } ?? 0
 }
 
-/// Samples the thread count every 2 ms while alive.
+/// Samples the thread count every 10 ms while alive.
 final class ThreadSampler: @unchecked Sendable {
     private let peak = Locked(0)
     private let running = Locked(true)
@@ -33,7 +33,7 @@ final class ThreadSampler: @unchecked Sendable {
             while running.withLock({ $0 }) {
                 let now = processThreadCount()
                 peak.withLock { $0 = max($0, now) }
-                usleep(2_000)
+                usleep(10_000)
             }
         }
         thread.start()

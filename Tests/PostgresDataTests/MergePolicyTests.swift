@@ -62,6 +62,43 @@ import Testing
         #expect(outcome.error!.description.contains("name: cached original, object A, database B"))
     }
 
+    @Test func oneRowChangedAmongSeveralInOnePipelinedSaveIsTheOnlyConflictAndNothingIsWritten() async throws {
+        let container = try await makeContainer()
+        let ids = [try await container.saveItem(named: "one"), try await container.saveItem(named: "two"),
+                   try await container.saveItem(named: "three")]
+        let a = container.newBackgroundContext()
+        try await a.perform { for id in ids { _ = try a.existingObject(with: id) } }
+        let pool = try container.persistentStoreCoordinator.connectionPool
+        try await pool.withConnection { connection in
+            try await connection.query("UPDATE item SET weight = 9 WHERE name = 'two'")
+        }
+        let error = await captureDataError {
+            try await a.perform {
+                for id in ids { (try #require(a.registeredObject(for: id) as? Item)).weight = 5 }
+                try await a.save()
+            }
+        }
+        guard case .mergeConflict(let conflicts)? = error else {
+            Issue.record("expected a merge conflict, got \(String(describing: error))")
+            return
+        }
+        #expect(conflicts.map(\.objectID) == [ids[1]])
+        #expect(conflicts.first?.databaseValues?["weight"] == .integer(9))
+        let weights = try await pool.withConnection { connection in
+            try await connection.query("SELECT name, weight FROM item ORDER BY id").map { try $0.decode((String, Int64).self) }
+        }
+        #expect(weights.map(\.1) == [0, 9, 0])
+        // The same context saves once it has taken the database's row.
+        try await a.perform {
+            a.refresh(try #require(a.registeredObject(for: ids[1])), mergeChanges: false)
+            try await a.save()
+        }
+        let after = try await pool.withConnection { connection in
+            try await connection.query("SELECT weight FROM item ORDER BY id").map { try $0.decode(Int64.self) }
+        }
+        #expect(after == [5, 9, 5])
+    }
+
     @Test func storeTrumpKeepsTheDatabasesChangesAndWritesTheOthers() async throws {
         let outcome = try await conflict(.mergeByPropertyStoreTrump)
         #expect(outcome.error == nil)

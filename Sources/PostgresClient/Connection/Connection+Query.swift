@@ -127,5 +127,11 @@ public struct PreparedStatement: Sendable {
 /// Quotes an identifier for SQL (`"order"`, `"My ""odd"" name"`); use it for names that
 /// come from a model or a configuration, never for values.
 public func quoteIdentifier(_ name: String) -> String {
-    "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+    guard name.utf8.contains(UInt8(ascii: "\"")) else { return "\"" + name + "\"" }
+    var quoted = "\""
+    for character in name {
+        quoted.append(character)
+        if character == "\"" { quoted.append("\"") }
+    }
+    return quoted + "\""
 }

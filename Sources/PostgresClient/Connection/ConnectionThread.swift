@@ -10,8 +10,10 @@ final class ConnectionThread: SerialExecutor, TaskExecutor, @unchecked Sendable 
     // Guarded by `condition`.
     private var jobs = Deque<UnownedJob>()
     private var stopping = false
+    private var sleeping = false
     private let condition = NSCondition()
     private nonisolated(unsafe) var threadID: pthread_t?
+    static let spinsBeforeSleeping = 100
 
     init(name: String) {
         let thread = Thread { [self] in self.run() }
@@ -24,8 +26,11 @@ final class ConnectionThread: SerialExecutor, TaskExecutor, @unchecked Sendable 
         let job = UnownedJob(job)
         condition.lock()
         jobs.append(job)
-        condition.signal()
+        let wake = sleeping
         condition.unlock()
+        // Outside the lock, so that the woken thread does not at once wait for it; only when
+        // the thread sleeps (a running one takes the job when it next looks).
+        if wake { condition.signal() }
     }
 
     func asUnownedSerialExecutor() -> UnownedSerialExecutor {
@@ -63,7 +68,20 @@ final class ConnectionThread: SerialExecutor, TaskExecutor, @unchecked Sendable 
         var batch = Deque<UnownedJob>()
         while true {
             condition.lock()
-            while jobs.isEmpty && !stopping { condition.wait() }
+            // The next job often comes within microseconds (the rest of a unit of work):
+            // yielding the core a few times first spares the wake-up of a sleeping thread.
+            var spins = 0
+            while jobs.isEmpty && !stopping && spins < Self.spinsBeforeSleeping {
+                condition.unlock()
+                sched_yield()
+                spins += 1
+                condition.lock()
+            }
+            while jobs.isEmpty && !stopping {
+                sleeping = true
+                condition.wait()
+                sleeping = false
+            }
             if jobs.isEmpty && stopping {
                 condition.unlock()
                 return

@@ -183,6 +183,8 @@ final class ContextThreads: @unchecked Sendable {
     let threadCount: Int
     private let condition = NSCondition()
     private var ready = Deque<ContextQueue>()
+    private var sleepers = 0
+    static let spinsBeforeSleeping = 100
 
     private init(threadCount: Int) {
         self.threadCount = threadCount
@@ -193,14 +195,29 @@ final class ContextThreads: @unchecked Sendable {
     func submit(_ queue: ContextQueue) {
         condition.lock()
         ready.append(queue)
-        condition.signal()
+        let wake = sleepers > 0
         condition.unlock()
+        // Outside the lock, so that the woken thread does not at once wait for it.
+        if wake { condition.signal() }
     }
 
     private func run() {
         while true {
             condition.lock()
-            while ready.isEmpty { condition.wait() }
+            // A queue often comes back within microseconds (its store call returned): yielding
+            // the core a few times first spares the wake-up of a sleeping thread.
+            var spins = 0
+            while ready.isEmpty && spins < Self.spinsBeforeSleeping {
+                condition.unlock()
+                sched_yield()
+                spins += 1
+                condition.lock()
+            }
+            while ready.isEmpty {
+                sleepers += 1
+                condition.wait()
+                sleepers -= 1
+            }
             let queue = ready.removeFirst()
             condition.unlock()
             queue.drain()

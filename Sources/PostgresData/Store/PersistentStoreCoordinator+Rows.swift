@@ -233,28 +233,40 @@ extension PersistentStoreCoordinator {
     /// `COMMIT` with them; the transaction is then rolled back.
     private static func runPipelined(_ plan: SavePlan, isolation: TransactionOptions.IsolationLevel?,
                                      on connection: Connection) async throws -> SaveOutcome {
+        // Each pipeline position's plan statement (nil for BEGIN, txid, COMMIT), and whether
+        // it is that statement's verification.
         var statements: [(sql: String, bindings: PostgresBindings)] = [(TransactionOptions(isolation: isolation).beginStatement, PostgresBindings())]
-        if plan.insertsRows { statements.append(("SELECT txid_current()", PostgresBindings())) }
-        let firstOfPlan = statements.count
-        statements += plan.statements.map { ($0.sql, $0.bindings) }
+        var sources: [(statement: Int, verifies: Bool)?] = [nil]
+        if plan.insertsRows {
+            statements.append(("SELECT txid_current()", PostgresBindings()))
+            sources.append(nil)
+        }
+        for (position, statement) in plan.statements.enumerated() {
+            statements.append((statement.sql, statement.bindings))
+            sources.append((position, false))
+            if let verification = statement.verification {
+                statements.append(verification)
+                sources.append((position, true))
+            }
+        }
         statements.append(("COMMIT", PostgresBindings()))
+        sources.append(nil)
         let outcomes = try await connection.pipeline(statements)
         var version: UInt32?
         for (index, outcome) in outcomes.enumerated() {
             switch outcome {
             case .succeeded(let result):
-                if plan.insertsRows && index == firstOfPlan - 1, let row = result.first {
+                if plan.insertsRows && index == 1, let row = result.first {
                     version = UInt32(truncatingIfNeeded: try row.decode(Int64.self, at: 0))
-                } else if version == nil, index >= firstOfPlan, index < outcomes.count - 1, result.columns.count > 1, let row = result.first {
+                } else if version == nil, let source = sources[index], !source.verifies, result.columns.count > 1, let row = result.first {
                     // An UPDATE's RETURNING xmin: the version of every row this save writes.
                     version = try row.decode(TransactionID.self, at: 1).rawValue
                 }
             case .failed(let error) where error.kind != .connectionLost:
                 // COMMIT never ran (or failed and ended the transaction): nothing was written.
                 _ = await connection.resetForReuse()
-                let position = index - firstOfPlan
-                if SavePlan.isFailedVersionCheck(error), plan.statements.indices.contains(position),
-                   case .versions(let entity, let keys, let versions) = plan.statements[position].check {
+                if let source = sources[index], case .versions(let entity, let keys, let versions) = plan.statements[source.statement].check,
+                   source.verifies ? error.sqlState?.rawValue == "22012" : SavePlan.isFailedVersionCheck(error) {
                     let current = try await fetchSnapshots(entity, keys: keys, on: connection)
                     let rows = Dictionary(current, uniquingKeysWith: { first, _ in first })
                     let conflicts = zip(keys, versions).filter { key, version in rows[key]?.version != version }

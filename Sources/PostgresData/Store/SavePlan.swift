@@ -54,6 +54,10 @@ struct SavePlan: Sendable {
         var bindings: PostgresBindings
         var check: Check
         var copy: Copy? = nil
+        /// In a pipelined plan, the statement sent right after this one that fails (division
+        /// by zero, SQLSTATE 22012) unless every row it had to write now carries the
+        /// transaction's own version.
+        var verification: (sql: String, bindings: PostgresBindings)? = nil
     }
 
     /// From this many new rows of one entity on, they travel by binary COPY instead of one
@@ -119,6 +123,21 @@ struct SavePlan: Sendable {
                 try planCopy(entity, rows)
                 continue
             }
+            if rows.count == 1 {
+                // One row: scalar parameters, which the server parses and plans faster than unnest.
+                var bindings = try PostgresBindings(rows[0].key)
+                var columns = [quoteIdentifier("id")]
+                var values = ["$1"]
+                for index in entity.columnIndices {
+                    let type = Self.columnType(entity, index)
+                    try ValueCoding.append(rows[0].values[index], of: type, to: &bindings)
+                    columns.append(quoteIdentifier(entity.columnName(of: index)))
+                    values.append("$\(bindings.count)::\(type.sqlType)")
+                }
+                let sql = "INSERT INTO \(quoteIdentifier(entity.tableName)) (\(columns.joined(separator: ", "))) VALUES (\(values.joined(separator: ", ")))"
+                statements.append(Statement(sql: sql, bindings: bindings, check: .none))
+                continue
+            }
             var bindings = PostgresBindings()
             try bindings.append(rows.map(\.key))
             var columns = [quoteIdentifier("id")]
@@ -163,26 +182,39 @@ struct SavePlan: Sendable {
             for changed in order {
                 let group = byColumns[changed]!
                 var bindings = PostgresBindings()
-                try bindings.append(group.map(\.key))
-                try bindings.append(group.map { TransactionID($0.version) })
-                var casts = ["$1::bigint[]", "$2::xid[]"]
-                var aliases = ["k", "v"]
                 var assignments: [String] = []
-                for (position, index) in changed.enumerated() {
-                    let type = Self.columnType(entity, index)
-                    try ValueCoding.appendArray(group.map { $0.values[index] }, of: type, to: &bindings)
-                    casts.append("$\(bindings.count)::\(type.sqlType)[]")
-                    aliases.append("c\(position)")
-                    assignments.append("\(quoteIdentifier(entity.columnName(of: index))) = u.c\(position)")
-                }
-                if assignments.isEmpty {
+                let sql: String
+                if group.count == 1 {
+                    // One row: scalar parameters, which the server parses and plans faster than unnest.
+                    try bindings.append(group[0].key)
+                    try bindings.append(TransactionID(group[0].version))
+                    for index in changed {
+                        let type = Self.columnType(entity, index)
+                        try ValueCoding.append(group[0].values[index], of: type, to: &bindings)
+                        assignments.append("\(quoteIdentifier(entity.columnName(of: index))) = $\(bindings.count)::\(type.sqlType)")
+                    }
+                    if assignments.isEmpty { assignments.append("\"id\" = t.\"id\"") }
+                    sql = "UPDATE \(quoteIdentifier(entity.tableName)) AS t SET \(assignments.joined(separator: ", ")) WHERE t.\"id\" = $1 AND t.xmin = $2 RETURNING t.\"id\", t.xmin"
+                } else {
+                    try bindings.append(group.map(\.key))
+                    try bindings.append(group.map { TransactionID($0.version) })
+                    var casts = ["$1::bigint[]", "$2::xid[]"]
+                    var aliases = ["k", "v"]
+                    for (position, index) in changed.enumerated() {
+                        let type = Self.columnType(entity, index)
+                        try ValueCoding.appendArray(group.map { $0.values[index] }, of: type, to: &bindings)
+                        casts.append("$\(bindings.count)::\(type.sqlType)[]")
+                        aliases.append("c\(position)")
+                        assignments.append("\(quoteIdentifier(entity.columnName(of: index))) = u.c\(position)")
+                    }
                     // Only join-table changes: still check (and bump) the version.
-                    assignments.append("\"id\" = u.k")
+                    if assignments.isEmpty { assignments.append("\"id\" = u.k") }
+                    sql = "UPDATE \(quoteIdentifier(entity.tableName)) AS t SET \(assignments.joined(separator: ", ")) FROM unnest(\(casts.joined(separator: ", "))) AS u(\(aliases.joined(separator: ", "))) WHERE t.\"id\" = u.k AND t.xmin = u.v RETURNING t.\"id\", t.xmin"
                 }
-                let sql = "UPDATE \(quoteIdentifier(entity.tableName)) AS t SET \(assignments.joined(separator: ", ")) FROM unnest(\(casts.joined(separator: ", "))) AS u(\(aliases.joined(separator: ", "))) WHERE t.\"id\" = u.k AND t.xmin = u.v RETURNING t.\"id\", t.xmin"
+                let keys = group.map(\.key)
                 statements.append(Statement(
-                    sql: isPipelined ? Self.checked(sql, returning: "w.\"id\", w.xmin", expected: group.count) : sql,
-                    bindings: bindings, check: .versions(entity: entity, keys: group.map(\.key), versions: group.map(\.version))))
+                    sql: sql, bindings: bindings, check: .versions(entity: entity, keys: keys, versions: group.map(\.version)),
+                    verification: isPipelined ? try Self.verification(of: entity, keys: keys) : nil))
             }
         }
     }
@@ -233,6 +265,20 @@ struct SavePlan: Sendable {
     }
 
     // MARK: Version checks that fail by themselves
+
+    /// A statement that divides by zero (SQLSTATE 22012) unless each row of `keys` now has
+    /// this transaction's ID as its version, that is, unless the statement before it wrote
+    /// every one of them. Sent right after an `UPDATE` of a pipelined save, so that `COMMIT`
+    /// behind it is skipped when a row changed underneath.
+    static func verification(of entity: EntityDescription, keys: [Int64]) throws -> (sql: String, bindings: PostgresBindings) {
+        let table = quoteIdentifier(entity.tableName)
+        if keys.count == 1 {
+            return ("SELECT 1 / (count(*) = 1)::int FROM \(table) AS t WHERE t.\"id\" = $1 AND t.xmin = pg_current_xact_id()::xid",
+                    try PostgresBindings(keys[0]))
+        }
+        return ("SELECT 1 / (count(*) = \(keys.count))::int FROM \(table) AS t WHERE t.\"id\" = ANY($1) AND t.xmin = pg_current_xact_id()::xid",
+                try PostgresBindings(keys))
+    }
 
     /// The text a failed version check casts to `boolean`, so that its error names it.
     static let versionCheckMarker = "postgres-data version check"

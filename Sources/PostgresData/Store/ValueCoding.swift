@@ -48,6 +48,12 @@ enum ValueCoding {
         buffer.finishLength(at: length)
     }
 
+    /// One parameter of `type` holding `value` (NULL allowed).
+    static func append(_ value: AttributeValue, of type: AttributeType, to bindings: inout PostgresBindings) throws {
+        guard !value.isNull else { return bindings.appendNull(type.postgresType) }
+        try bindings.append(type: type.postgresType) { buffer in try encode(value, as: type, into: &buffer) }
+    }
+
     /// A one-dimensional array parameter of `type` holding `values` (NULL elements allowed).
     static func appendArray(_ values: [AttributeValue], of type: AttributeType, to bindings: inout PostgresBindings) throws {
         try bindings.append(type: type.postgresArrayType) { buffer in

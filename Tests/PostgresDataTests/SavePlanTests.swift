@@ -1,0 +1,74 @@
+import Foundation
+import PostgresClient
+@testable import PostgresData
+import Testing
+
+/// The save planner without a server: the statements a save sends, by text and parameters.
+@Suite struct SavePlanTests {
+    let item = testModel.entitiesByName["Item"]!
+
+    func values(name: String, weight: Int64) -> [AttributeValue] {
+        var values = [AttributeValue](repeating: .null, count: item.properties.count)
+        values[item.propertyIndex(named: "name")!] = .string(name)
+        values[item.propertyIndex(named: "createdAt")!] = .date(Date(timeIntervalSince1970: 0))
+        values[item.propertyIndex(named: "done")!] = .boolean(false)
+        values[item.propertyIndex(named: "weight")!] = .integer(weight)
+        return values
+    }
+
+    func update(_ key: Int64, weight: Int64) -> SavePlan.Update {
+        SavePlan.Update(entity: item, key: key, version: 700, values: values(name: "n\(key)", weight: weight),
+                        changed: [item.propertyIndex(named: "weight")!])
+    }
+
+    @Test func oneChangedRowIsAScalarUpdateFollowedByItsVerification() throws {
+        let plan = try SavePlan(inserts: [], updates: [update(7, weight: 3)], deletes: [], joinInserts: [], joinDeletes: [])
+        #expect(plan.isPipelined)
+        #expect(plan.statements.count == 1)
+        let statement = plan.statements[0]
+        #expect(statement.sql == #"UPDATE "item" AS t SET "weight" = $3::bigint WHERE t."id" = $1 AND t.xmin = $2 RETURNING t."id", t.xmin"#)
+        #expect(statement.bindings.count == 3)
+        #expect(statement.verification?.sql == #"SELECT 1 / (count(*) = 1)::int FROM "item" AS t WHERE t."id" = $1 AND t.xmin = pg_current_xact_id()::xid"#)
+        guard case .versions(_, let keys, let versions) = statement.check else { Issue.record("no version check"); return }
+        #expect(keys == [7] && versions == [700])
+    }
+
+    @Test func severalRowsAreOneSetBasedUpdateVerifiedTogether() throws {
+        let plan = try SavePlan(inserts: [], updates: [update(7, weight: 3), update(9, weight: 4)], deletes: [],
+                                joinInserts: [], joinDeletes: [])
+        let statement = try #require(plan.statements.first)
+        #expect(statement.sql.hasPrefix(#"UPDATE "item" AS t SET "weight" = u.c0 FROM unnest($1::bigint[], $2::xid[], $3::bigint[]) AS u(k, v, c0)"#))
+        #expect(statement.verification?.sql.contains(#"count(*) = 2"#) == true)
+        #expect(statement.verification?.sql.contains("= ANY($1)") == true)
+    }
+
+    @Test func deletionsFailByThemselvesWhenARowChangedUnderneath() throws {
+        let plan = try SavePlan(inserts: [], updates: [], deletes: [.init(entity: item, key: 5, version: 9)],
+                                joinInserts: [], joinDeletes: [])
+        let sql = try #require(plan.statements.first?.sql)
+        #expect(sql.hasPrefix(#"WITH w AS (DELETE FROM "item" AS t USING unnest($1::bigint[], $2::xid[]) AS u(k, v)"#))
+        #expect(sql.contains("WHEN c.n = 1 THEN true ELSE ('\(SavePlan.versionCheckMarker): '"))
+        var error = PostgresError(.server, message: #"invalid input syntax for type boolean: "postgres-data version check: 0 of 1 rows""#)
+        error.sqlState = SQLState("22P02")
+        #expect(SavePlan.isFailedVersionCheck(error))
+        error.message = #"invalid input syntax for type boolean: "yes please""#
+        #expect(!SavePlan.isFailedVersionCheck(error))
+    }
+
+    @Test func oneNewRowIsAnInsertWithValues() throws {
+        let plan = try SavePlan(inserts: [.init(entity: item, key: 42, values: values(name: "new", weight: 1))], updates: [],
+                                deletes: [], joinInserts: [], joinDeletes: [])
+        let statement = try #require(plan.statements.first)
+        #expect(statement.sql.hasPrefix(#"INSERT INTO "item" ("id", "name", "created_at", "done", "weight""#))
+        #expect(statement.sql.contains("VALUES ($1, $2::text, $3::timestamp with time zone, $4::boolean, $5::bigint"))
+        #expect(statement.bindings.count == item.columnIndices.count + 1)
+        #expect(plan.insertsRows && statement.verification == nil)
+    }
+
+    @Test func largeSavesAreNotPipelinedAndKeepTheirReturnedKeysAsTheCheck() throws {
+        let updates = (1...Int64(SavePlan.pipelineLimit + 1)).map { update($0, weight: 1) }
+        let plan = try SavePlan(inserts: [], updates: updates, deletes: [], joinInserts: [], joinDeletes: [])
+        #expect(!plan.isPipelined)
+        #expect(plan.statements.allSatisfy { $0.verification == nil && !$0.sql.hasPrefix("WITH") })
+    }
+}
