@@ -109,6 +109,12 @@ let package = Package(
             name: "ReliabilityTests",
             dependencies: ["StressWorkload", "PostgresData", "PostgresClient", "PostgresMigrations", "PostgresDataTesting"]
         ),
+        // Entities in a module where another type is named PostgresData, as PostgresNIO's is:
+        // it compiles, or the macro's expansion names the module.
+        .testTarget(
+            name: "CoexistenceTests",
+            dependencies: ["PostgresData"]
+        ),
         .testTarget(
             name: "PostgresDataTestingTests",
             dependencies: ["PostgresDataTesting", "PostgresClient"]

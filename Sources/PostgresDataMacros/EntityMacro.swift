@@ -50,8 +50,8 @@ public struct EntityMacro: MemberMacro, MemberAttributeMacro {
             }
         }
         return [
-            "nonisolated static let _$entity = PostgresData.EntityDescription(\(raw: entityArguments))",
-            "public override class func entity() -> PostgresData.EntityDescription { _$entity }",
+            "nonisolated static let _$entity = _$EntityDescription(\(raw: entityArguments))",
+            "public override class func entity() -> _$EntityDescription { _$entity }",
             "public override class var _$keyPathNames: [AnyKeyPath: String] { [\(raw: keyPaths.isEmpty ? ":" : keyPaths.joined(separator: ", "))] }",
         ]
     }

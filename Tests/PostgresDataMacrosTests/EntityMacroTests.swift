@@ -106,13 +106,13 @@ final class EntityMacroTests: XCTestCase {
                 var scratch = 0
                 var computed: Int { 1 }
 
-                nonisolated static let _$entity = PostgresData.EntityDescription(name: "Item", managedObjectClass: Item.self, properties: [
+                nonisolated static let _$entity = _$EntityDescription(name: "Item", managedObjectClass: Item.self, properties: [
                         _$property("name", (String).self, .unique, maxLength: 10),
                         _$property("done", default: false),
                         _$property("list", (TodoList?).self, deleteRule: .cascade, inverse: "items"),
                     ])
 
-                public override class func entity() -> PostgresData.EntityDescription {
+                public override class func entity() -> _$EntityDescription {
                     _$entity
                 }
 

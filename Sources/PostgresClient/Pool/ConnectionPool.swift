@@ -202,7 +202,10 @@ public final class ConnectionPool: Sendable {
     public func shutdown() async {
         let (waiters, mustWait) = state.withLock { state -> ([Waiter], Bool) in
             state.isShutDown = true
-            let waiters = Array(state.waiters)
+            // Not `Array(state.waiters)` when empty: copying an empty Deque writes a count of 0
+            // into the shared empty-array storage, which the thread sanitizer reports as a race
+            // with every reader of an empty array.
+            let waiters = state.waiters.isEmpty ? [] : Array(state.waiters)
             state.waiters.removeAll()
             return (waiters, state.leasedCount > 0)
         }

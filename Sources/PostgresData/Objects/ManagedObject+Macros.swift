@@ -2,6 +2,12 @@ import Foundation
 
 // Support for the code `@Entity` generates. Not for direct use.
 extension ManagedObject {
+    /// ``EntityDescription`` as the generated code names it: a member of the class, found
+    /// through inheritance, so that a file importing a module with a type named
+    /// `PostgresData` (PostgresNIO has one) still compiles — `PostgresData.EntityDescription`
+    /// would be looked up in that type.
+    public typealias _$EntityDescription = EntityDescription
+
     /// An attribute property of an `@Entity` class.
     public static func _$property<Value: PersistentAttributeValue>(
         _ name: String, _ type: Value.Type, default defaultValue: Value? = nil, _ options: AttributeOption...,
