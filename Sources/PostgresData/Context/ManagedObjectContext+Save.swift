@@ -10,6 +10,7 @@ extension ManagedObjectContext {
     /// inserts each entity's new rows in one `INSERT … SELECT FROM unnest(…)`, updates rows
     /// in one version-checked `UPDATE … FROM unnest(…)` per entity and set of changed
     /// columns, and deletes in one version-checked `DELETE … USING unnest(…)` per entity.
+    /// A save of up to 500 rows is one round trip (`BEGIN`, the statements, `COMMIT` pipelined).
     /// Rows changed underneath are resolved by ``mergePolicy``. When the save throws, the
     /// database is unchanged and the context still holds every change, to fix and retry.
     ///

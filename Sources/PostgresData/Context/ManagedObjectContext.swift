@@ -232,7 +232,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     ///     let request = FetchRequest<Account>(predicate: "code == %@", code)
     ///     guard let account = try await context.fetch(request).first else { throw NotFound() }
     ///     account.balance += amount
-    ///     try await context.save()          // BEGIN, UPDATE … FROM unnest(…), COMMIT
+    ///     try await context.save()          // one round trip: BEGIN, UPDATE, COMMIT
     ///     return account.objectID
     /// }
     /// ```
