@@ -1,13 +1,31 @@
 import Foundation
 import PostgresClient
+import PostgresDataTesting
 import Testing
 
 @Suite("Cancellation reaches the server and never the next statement")
 struct CancellationTests {
+    /// Waits until `connection`'s backend runs `pg_sleep` (a fixed pause is not enough on a
+    /// loaded machine: a cancel sent before the statement starts cancels nothing).
+    func waitUntilTheServerRuns(_ connection: Connection) async throws {
+        let observer = try await TestServer.connect()
+        let pid = connection.backendPID
+        do {
+            try await Deadline.poll("pg_sleep running on backend \(pid)") {
+                try await observer.query("SELECT count(*) FROM pg_stat_activity WHERE pid = $1 AND wait_event = 'PgSleep'", pid)[0]
+                    .decode(Int64.self, at: 0) == 1
+            }
+        } catch {
+            await observer.close()
+            throw error
+        }
+        await observer.close()
+    }
+
     @Test func cancellingATaskStopsPgSleepAndTheConnectionStaysUsable() async throws {
         try await withConnection { connection async throws in
             let sleeping = Task { try await connection.query("SELECT pg_sleep(30)") }
-            try await Task.sleep(for: .milliseconds(300))
+            try await waitUntilTheServerRuns(connection)
             let start = ContinuousClock.now
             sleeping.cancel()
             let error = await capturePostgresError { _ = try await sleeping.value }
@@ -76,7 +94,7 @@ struct CancellationTests {
     @Test func explicitCancelFromAnotherTask() async throws {
         try await withConnection { connection async throws in
             let sleeping = Task { try await connection.query("SELECT pg_sleep(30)") }
-            try await Task.sleep(for: .milliseconds(200))
+            try await waitUntilTheServerRuns(connection)
             connection.cancelCurrentQuery()
             let error = await capturePostgresError { _ = try await sleeping.value }
             #expect(error?.kind == .canceled)

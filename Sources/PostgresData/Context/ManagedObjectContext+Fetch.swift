@@ -125,7 +125,7 @@ extension ManagedObjectContext {
             let (sql, bindings) = try storeRequest.sql(for: entity, columns: PersistentStoreCoordinator.selectList(entity),
                                                         excluding: pending.excludedKeys)
             let cachesRows = request.returnsObjectsAsFaults && !readsFromReplica
-            let query = try await store {
+            var query = try await store {
                 try await coordinator.querySnapshots(sql: sql, bindings: bindings, entity: entity,
                                                      batchSize: Self.fetchStreamBatchSize, cachesRows: cachesRows)
             }
@@ -134,23 +134,28 @@ extension ManagedObjectContext {
                 registered.append(contentsOf: self.register(batch.rows, entity: entity, asFaults: request.returnsObjectsAsFaults,
                                                             sharesRows: request.returnsObjectsAsFaults))
             }
-            if query.rest == nil {
-                register(query.first)
-            } else {
+            if query.rest != nil {
+                var rest = query.rest
+                query.rest = nil
                 // Sized once for the whole result: growing a map of a million objects batch by
                 // batch would rehash it about eight times.
                 registered.reserveCapacity(query.first.total)
                 self.registered.reserve(query.first.total)
                 // Decoding (on the library's executor, off the connection) and registering
-                // (here) overlap, batch by batch.
+                // (here) overlap, batch by batch. Only the decoding task keeps the result, so
+                // it is freed once decoded, while the last batches are registered.
                 let channel = BatchChannel<SnapshotBatch>()
                 try await withThrowingTaskGroup(of: Void.self) { group in
-                    group.addTask(executorPreference: LibraryExecutor.shared) {
-                        await query.decodeRest(batchSize: Self.fetchStreamBatchSize, into: channel)
+                    group.addTask(executorPreference: LibraryExecutor.shared) { [rest] in
+                        guard let rest else { return channel.finish(nil) }
+                        await rest.decode(batchSize: Self.fetchStreamBatchSize, into: channel)
                     }
+                    rest = nil
                     register(query.first)
                     while let batch = try await channel.next() { register(batch) }
                 }
+            } else {
+                register(query.first)
             }
             objects = registered
         }
