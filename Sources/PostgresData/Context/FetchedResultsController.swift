@@ -59,7 +59,7 @@ public final class FetchedResultsController<Result: ManagedObject> {
         self.managedObjectContext = context
         self.sectionNameKeyPath = sectionNameKeyPath
         self.order = ObjectOrder(descriptors: fetchRequest.sortDescriptors)
-        self.entity = Result.entity()
+        self.entity = context.persistentStoreCoordinator.managedObjectModel.entity(for: Result.self) ?? Result.entity()
     }
 
     deinit {

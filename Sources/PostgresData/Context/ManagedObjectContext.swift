@@ -430,6 +430,13 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
             object.isDeletedStorage = false
             return
         }
+        let model = persistentStoreCoordinator.managedObjectModel
+        if !model.owns(object.entity), object.objectID.primaryKey == nil,
+           let own = model.entitiesByName[object.entity.name], own.managedObjectClass == object.entity.managedObjectClass {
+            // Made with the description of another model (`Item.entity()` when the class is in
+            // two models): it becomes an object of this context's model.
+            object.objectID = .temporary(for: own)
+        }
         if object.objectID.isUnassigned { object.objectID = .temporary(for: object.entity) }
         guard registered[object.objectID] == nil else { return }
         if object.values.isEmpty { object.values = PropertyValues(object.entity.placeholderValues) }

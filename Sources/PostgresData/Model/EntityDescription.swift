@@ -136,6 +136,24 @@ public final class EntityDescription: @unchecked Sendable, Hashable, CustomStrin
 
     static let resolutionLock = NSLock()
 
+    /// The model that owns this description (its indices, relationships' destinations, row
+    /// cache and sequence slots are that model's); set once, under `resolutionLock`.
+    private(set) var owner: UInt64?
+
+    /// The number of the next model made (under `resolutionLock`); numbers are never reused.
+    nonisolated(unsafe) static var nextModelNumber: UInt64 = 1
+
+    /// This description for `model`: itself when no model owns it yet, else a copy of its
+    /// own (an `@Entity` class's description is shared by every model listing the class).
+    /// Called under `resolutionLock`.
+    func claimed(by model: UInt64) -> EntityDescription {
+        let entity = owner == nil ? self : EntityDescription(
+            name: name, managedObjectClass: managedObjectClass, properties: properties,
+            uniquenessConstraints: uniquenessConstraints, indexes: indexes, tableName: tableName)
+        entity.owner = model
+        return entity
+    }
+
     /// Resolves relationships against `entities`; returns the problems found (missing
     /// destinations or inverses, mismatched inverses). Called once, under `resolutionLock`.
     func resolve(in entities: [String: EntityDescription], index: Int) -> [String] {

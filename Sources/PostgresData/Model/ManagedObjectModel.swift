@@ -25,14 +25,22 @@ public final class ManagedObjectModel: Sendable, CustomStringConvertible {
     }
 
     /// A model of the given entities.
-    public init(entities: [EntityDescription]) {
+    ///
+    /// A description another model already uses (the same `@Entity` class in two models) is
+    /// copied for this one, so that the two never share indices, relationships or caches.
+    public init(entities given: [EntityDescription]) {
+        EntityDescription.resolutionLock.lock()
+        var entities: [EntityDescription] = []
         var byName: [String: EntityDescription] = [:]
         var problems: [String] = []
-        for entity in entities {
-            if byName[entity.name] != nil { problems.append("two entities are called \(entity.name)") }
-            byName[entity.name] = entity
+        let number = EntityDescription.nextModelNumber
+        EntityDescription.nextModelNumber += 1
+        for entity in given {
+            let own = entity.claimed(by: number)
+            entities.append(own)
+            if byName[own.name] != nil { problems.append("two entities are called \(own.name)") }
+            byName[own.name] = own
         }
-        EntityDescription.resolutionLock.lock()
         for (index, entity) in entities.enumerated() {
             problems += entity.resolve(in: byName, index: index)
         }
@@ -44,14 +52,29 @@ public final class ManagedObjectModel: Sendable, CustomStringConvertible {
             }
             tables[entity.tableName] = entity.name
         }
+        var byClass: [ObjectIdentifier: EntityDescription] = [:]
+        for entity in entities where entity.managedObjectClass != ManagedObject.self {
+            byClass[ObjectIdentifier(entity.managedObjectClass)] = entity
+        }
+        self.number = number
         self.entities = entities
         self.entitiesByName = byName
+        self.entitiesByClass = byClass
         self.problems = problems
+    }
+
+    /// Identifies the model to the descriptions it owns.
+    private let number: UInt64
+    private let entitiesByClass: [ObjectIdentifier: EntityDescription]
+
+    /// True when `entity` is this model's own description.
+    func owns(_ entity: EntityDescription) -> Bool {
+        entity.owner == number
     }
 
     /// The entity whose objects are instances of `type`.
     public func entity(for type: ManagedObject.Type) -> EntityDescription? {
-        entities.first { $0.managedObjectClass == type }
+        entitiesByClass[ObjectIdentifier(type)]
     }
 
     public var description: String { "ManagedObjectModel(\(entities.map(\.name).joined(separator: ", ")))" }

@@ -233,7 +233,8 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     open class var _$keyPathNames: [AnyKeyPath: String] { [:] }
 
     private static func entity(in context: ManagedObjectContext) -> EntityDescription {
-        if self != ManagedObject.self { return entity() }
+        // The context's model's own description: the class's may belong to another model.
+        if self != ManagedObject.self { return context.persistentStoreCoordinator.managedObjectModel.entity(for: self) ?? entity() }
         preconditionFailure("ManagedObject(context:) needs a subclass declared with @Entity; use init(entity:insertInto:)")
     }
 
