@@ -101,6 +101,42 @@ struct ConnectionPoolTests {
         await pool.shutdown()
     }
 
+    @Test func whatALeaseLeavesInTheSessionIsGoneForTheNextOne() async throws {
+        let pool = ConnectionPool(configuration: try await TestServer.configuration(), maximumConnections: 1)
+        let pid = try await pool.withConnection { connection async throws -> Int32 in
+            try await connection.execute(script: """
+                SET application_name = 'dirty'; SET search_path = nowhere; LISTEN leftover;
+                CREATE TEMP TABLE scratch (n int); SELECT pg_advisory_lock(4242)
+                """)
+            _ = try await connection.prepare("SELECT 1")
+            return connection.backendPID
+        }
+        let connection = try await pool.lease()
+        #expect(connection.backendPID == pid)  // the same session, cleaned
+        let row = try await connection.query("""
+            SELECT current_setting('application_name'), current_setting('search_path'),
+                   (SELECT count(*) FROM pg_listening_channels()), to_regclass('pg_temp.scratch') IS NULL,
+                   (SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid()),
+                   (SELECT count(*) FROM pg_prepared_statements)
+            """)[0]
+        #expect(try row.decode(String.self, at: 0) != "dirty")
+        #expect(try row.decode(String.self, at: 1) == "\"$user\", public")
+        #expect(try row.decode(Int64.self, at: 2) == 0)
+        #expect(try row.decode(Bool.self, at: 3))
+        #expect(try row.decode(Int64.self, at: 4) == 0)
+        #expect(try row.decode(Int64.self, at: 5) == 0)
+        await pool.release(connection)
+
+        // The library's own leases leave nothing behind and skip the round trip: a temporary
+        // table made through one survives into the next.
+        try await pool.withConnection(resettingSession: false) { try await $0.execute(script: "CREATE TEMP TABLE kept (n int)") }
+        let kept = try await pool.withConnection(resettingSession: false) { connection async throws in
+            try await connection.query("SELECT to_regclass('pg_temp.kept') IS NOT NULL")[0].decode(Bool.self, at: 0)
+        }
+        #expect(kept)
+        await pool.shutdown()
+    }
+
     @Test func killedBackendsUnderLoadCostOneQueryEachAndThePoolRecovers() async throws {
         // Its own application name, so that only this pool's backends are terminated.
         let name = TestServer.uniqueName("victims")

@@ -130,6 +130,27 @@ extension Connection {
         }
     }
 
+    /// Marks the connection's session to be discarded when it goes back to its pool.
+    nonisolated func markSessionForReset() {
+        health.withLock { $0.sessionNeedsReset = true }
+    }
+
+    /// ``resetForReuse()``, then `DISCARD ALL`: settings, `LISTEN`s, temporary tables,
+    /// prepared statements and advisory locks of the session are gone. Returns false when the
+    /// connection cannot be reused.
+    func discardSession() async -> Bool {
+        guard await resetForReuse() else { return false }
+        do {
+            _ = try runSimple("DISCARD ALL", token: nil)
+        } catch {
+            markBroken()
+            return false
+        }
+        health.withLock { $0.sessionNeedsReset = false }
+        refreshHealth()
+        return true
+    }
+
     /// Brings the connection back to idle for its next user: ends a stream, rolls back an
     /// open transaction. Returns false when the connection cannot be reused.
     public func resetForReuse() async -> Bool {

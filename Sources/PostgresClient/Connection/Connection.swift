@@ -53,6 +53,8 @@ public actor Connection {
         var isBroken = false
         var isClosed = false
         var needsReset = false
+        /// Leased to code whose statements may leave session state: `DISCARD ALL` on release.
+        var sessionNeedsReset = false
         var socket: Int32 = -1
         var backendPID: Int32 = 0
     }

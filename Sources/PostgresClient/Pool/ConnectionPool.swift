@@ -90,14 +90,27 @@ public final class ConnectionPool: Sendable {
     /// `body` runs on the connection's thread (unless it is isolated to an actor of its own);
     /// a wait for a free connection runs on the library's threads. Either way, from the lease
     /// to the release nothing needs a thread that callers could have blocked.
+    ///
+    /// What `body` leaves in the session — settings (`SET`), `LISTEN`s, temporary tables,
+    /// prepared statements — is discarded (`DISCARD ALL`) when the connection comes back,
+    /// so the next holder starts clean.
     @discardableResult
     nonisolated(nonsending)
     public func withConnection<Result>(_ body: (Connection) async throws -> Result) async throws -> Result {
+        try await withConnection(resettingSession: true, body)
+    }
+
+    /// ``withConnection(_:)`` for the library's own statements, which leave nothing in the
+    /// session: with `resettingSession` false, no `DISCARD ALL` follows.
+    @discardableResult
+    nonisolated(nonsending)
+    package func withConnection<Result>(resettingSession: Bool, _ body: (Connection) async throws -> Result) async throws -> Result {
         if let connection = takeIdleConnection() {
+            if resettingSession { connection.markSessionForReset() }
             return try await run(body, on: connection)
         }
         return try await withTaskExecutorPreference(LibraryExecutor.shared) {
-            let connection = try await self.lease()
+            let connection = try await self.lease(resettingSession: resettingSession)
             return try await self.run(body, on: connection)
         }
     }
@@ -129,8 +142,21 @@ public final class ConnectionPool: Sendable {
     }
 
     /// Leases a connection; give it back with ``release(_:)``. Prefer ``withConnection(_:)``,
-    /// which also keeps the holder off threads that callers can exhaust.
+    /// which also keeps the holder off threads that callers can exhaust. The session is
+    /// discarded on release, as with ``withConnection(_:)``.
     public func lease() async throws -> Connection {
+        try await lease(resettingSession: true)
+    }
+
+    /// ``lease()`` for the library's own statements: with `resettingSession` false, no
+    /// `DISCARD ALL` on release.
+    package func lease(resettingSession: Bool) async throws -> Connection {
+        let connection = try await leaseConnection()
+        if resettingSession { connection.markSessionForReset() }
+        return connection
+    }
+
+    private func leaseConnection() async throws -> Connection {
         while true {
             enum Step { case check(Connection), open, wait }
             let step = try state.withLock { state throws -> Step in
@@ -170,7 +196,10 @@ public final class ConnectionPool: Sendable {
     /// closed if it broke; either way the pool stays usable.
     public func release(_ connection: Connection) async {
         var reusable = !connection.isClosed
-        if reusable && connection.health.withLock({ $0.needsReset }) {
+        let (needsReset, sessionTouched) = connection.health.withLock { ($0.needsReset, $0.sessionNeedsReset) }
+        if reusable && sessionTouched {
+            reusable = await connection.discardSession()
+        } else if reusable && needsReset {
             reusable = await connection.resetForReuse()
         }
         enum Next { case discard, handOff(CheckedContinuation<Connection, Error>, LibraryTimer), idle }

@@ -20,7 +20,7 @@ extension PersistentStoreCoordinator {
         }
         let connection: Connection
         do {
-            connection = try await replica.pool.lease()
+            connection = try await replica.pool.lease(resettingSession: false)
         } catch let error as PostgresError where Self.meansUnreachable(error) {
             logger.warning("the read replica is unavailable, reading from the primary: \(error)")
             replica.count(.replicaUnavailable)

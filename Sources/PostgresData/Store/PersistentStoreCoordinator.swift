@@ -115,7 +115,7 @@ public final class PersistentStoreCoordinator: Sendable {
                                   leaseTimeout: options.leaseTimeout, logger: logger)
         var replica: ReadReplica?
         do {
-            let (sequences, start) = try await pool.withConnection { connection in
+            let (sequences, start) = try await pool.withConnection(resettingSession: false) { connection in
                 let sequences = try await SchemaCheck(model: managedObjectModel).prepare(connection, create: options.createSchemaIfMissing)
                 guard options.persistentHistoryTracking else { return (sequences, PersistentHistoryToken?.none) }
                 try await HistorySchema.prepare(connection)
@@ -208,7 +208,7 @@ public final class PersistentStoreCoordinator: Sendable {
     func withConnection<T: Sendable>(of loaded: LoadedStore, _ body: (Connection) async throws -> T) async throws -> T {
         requests.withLock { $0 += 1 }
         do {
-            return try await loaded.pool.withConnection(body)
+            return try await loaded.pool.withConnection(resettingSession: false, body)
         } catch {
             throw Self.wrap(error, constraints: loaded.constraints)
         }

@@ -22,7 +22,7 @@ final class ReadReplica: Sendable {
         let pool = ConnectionPool(configuration: configuration, maximumConnections: maximumConnections,
                                   leaseTimeout: leaseTimeout, logger: logger)
         do {
-            let (inRecovery, identifier) = try await pool.withConnection { connection in
+            let (inRecovery, identifier) = try await pool.withConnection(resettingSession: false) { connection in
                 let rows = try await connection.query("SELECT pg_is_in_recovery()")
                 return (try rows[0].decode(Bool.self, at: 0), try? await systemIdentifier(on: connection))
             }
@@ -31,7 +31,7 @@ final class ReadReplica: Sendable {
                 throw PostgresDataError.invalidRequest(
                     "the read replica at \(server) is not a standby (pg_is_in_recovery() is false); PostgresData reads row versions there, which only a physical streaming replica of the store's server shares with it. Name a standby (primary_conninfo pointing at the primary), or no replica")
             }
-            let primaryIdentifier = try? await primary.withConnection { try await systemIdentifier(on: $0) }
+            let primaryIdentifier = try? await primary.withConnection(resettingSession: false) { try await systemIdentifier(on: $0) }
             if let identifier, let primaryIdentifier, identifier != primaryIdentifier {
                 throw PostgresDataError.invalidRequest(
                     "the read replica at \(server) replicates another cluster (system identifier \(identifier), the store's is \(primaryIdentifier)); name a standby of the store's server")
