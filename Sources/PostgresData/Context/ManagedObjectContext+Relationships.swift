@@ -22,8 +22,8 @@ extension ManagedObjectContext {
             }
             return result.elements
         case .joinTable:
-            _ = loadedBase(of: owner, at: index)
-            let set = owner.relationshipSets[index]!
+            let base = loadedBase(of: owner, at: index)
+            let set = owner.relationshipSets[index] ?? RelationshipSet(ids: base)
             var result = OrderedSetBuilder(set.ids)
             for id in set.removed { result.remove(id) }
             for id in set.added { result.insert(id) }
@@ -54,7 +54,13 @@ extension ManagedObjectContext {
                 let keys = try runStore { try await coordinator.fetchRelatedKeys(entity, relationship: index, owner: key) }
                 ids = keys.map { ManagedObjectID(entity: destination, primaryKey: $0) }
             } catch {
-                preconditionFailure("PostgresData could not fulfill the relationship fault \(owner.objectID).\(entity.properties[index].name): \(error)")
+                // As for an object's fault: the error ends the enclosing block (or the next save),
+                // the relationship reads as empty meanwhile and is not cached, so the next access
+                // asks again.
+                let failure = error as? PostgresDataError ?? .invalidRequest("\(error)")
+                persistentStoreCoordinator.logger.error("filling the relationship fault \(owner.objectID).\(entity.properties[index].name) failed: \(failure)")
+                faultErrors.append(failure)
+                return []
             }
         }
         owner.relationshipSets[index] = RelationshipSet(ids: ids)

@@ -678,6 +678,13 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
         inaccessibleIDs.insert(object.objectID)
     }
 
+    /// An error met while reading a value, which cannot throw: it waits for the next save or
+    /// the end of the async block, as a fault's error does.
+    func recordFaultError(_ error: PostgresDataError) {
+        persistentStoreCoordinator.logger.error("\(error)")
+        faultErrors.append(error)
+    }
+
     /// A fault the store failed to fill: the error waits for the next save or the end of the
     /// async block; the object reads its default values and becomes a fault again then.
     private func recordFaultError(_ error: PostgresDataError, for object: ManagedObject) {

@@ -210,6 +210,13 @@ public final class EntityDescription: @unchecked Sendable, Hashable, CustomStrin
                 derived.append(propertyIndex)
             }
         }
+        for property in properties {
+            // What a JSON attribute reads as when its stored JSON does not decode as its type
+            // (another program wrote it): nil, or its default — never a stop.
+            guard let attribute = property.attribute, attribute.attributeType == .codable,
+                  !attribute.isOptional, attribute.defaultValue.isNull else { continue }
+            problems.append("\(name).\(attribute.name) is a JSON attribute of a type that is not Optional and has no default value: make it Optional or give it a default, which it reads as when its stored JSON does not decode")
+        }
         for constraint in uniquenessConstraints + indexes {
             for key in constraint where propertyIndexByName[key] == nil {
                 problems.append("\(name) has a uniqueness constraint or index on \"\(key)\", which is not one of its properties")

@@ -1,3 +1,4 @@
+import Logging
 import Foundation
 
 extension ManagedObject {
@@ -135,11 +136,15 @@ extension ManagedObject {
     @_disfavoredOverload
     public final func _$attribute<Value: Codable>(_ index: Int, as type: Value.Type) -> Value {
         let data: Data = if case .json(let data) = primitiveValue(at: index) { data } else { Data("null".utf8) }
-        do {
-            return try JSONDecoder.attributes.decode(Value.self, from: data)
-        } catch {
-            preconditionFailure("\(entity.name).\(entity.properties[index].name) holds JSON that does not decode as \(Value.self): \(error)")
-        }
+        if let value = try? JSONDecoder.attributes.decode(Value.self, from: data) { return value }
+        // JSON another program wrote, which this type cannot read: the error is recorded (the
+        // enclosing block or the next save throws it) and the attribute reads as nil or its
+        // default — the model requires one or the other.
+        let property = entity.properties[index]
+        managedObjectContext?.recordFaultError(.invalidRequest("\(entity.name).\(property.name) of \(objectID) holds JSON that does not decode as \(Value.self)"))
+        let fallback: Data = if case .json(let data) = property.attribute?.defaultValue { data } else { Data("null".utf8) }
+        if let value = try? JSONDecoder.attributes.decode(Value.self, from: fallback) { return value }
+        preconditionFailure("\(entity.name).\(property.name): neither its JSON nor its default decodes as \(Value.self); the model checks that it has one")
     }
 
     /// Writes a `Codable` attribute as JSON.
@@ -149,7 +154,14 @@ extension ManagedObject {
             let data = try JSONEncoder.attributes.encode(value)
             setPrimitiveValue(data == Data("null".utf8) ? .null : .json(data), at: index)
         } catch {
-            preconditionFailure("\(entity.name).\(entity.properties[index].name): \(Value.self) does not encode as JSON: \(error)")
+            // A value JSON cannot hold (a NaN, say): the attribute keeps its value and the next
+            // save throws, naming it.
+            let reason = "\(entity.name).\(entity.properties[index].name): this \(Value.self) does not encode as JSON (\(error)); the value was not set"
+            if let context = managedObjectContext {
+                context.recordingErrors { throw PostgresDataError.invalidRequest(reason) }
+            } else {
+                Logger(label: "PostgresData").error("\(reason)")
+            }
         }
     }
 
