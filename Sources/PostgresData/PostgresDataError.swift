@@ -62,7 +62,7 @@ public enum PostgresDataError: Error, Sendable, CustomStringConvertible {
     case unknownKey(String, entity: String, known: [String])
     /// A value of the wrong type for a property.
     case typeMismatch(key: String, entity: String, expected: AttributeType?, actual: String)
-    /// The object has no row in the database (``ManagedObjectContext/existingObject(with:)``).
+    /// The object has no row in the database (``ManagedObjectContext/existingObject(with:)-5tqle``).
     case objectNotFound(ManagedObjectID)
     /// The object is not in a context.
     case noContext(ManagedObjectID)

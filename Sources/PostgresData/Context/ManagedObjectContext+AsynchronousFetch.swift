@@ -7,7 +7,7 @@ extension ManagedObjectContext {
     /// through a server-side cursor, `fetchBatchSize` at a time; each batch is registered in
     /// this context by a block of its own on the context's queue, so other `perform` blocks
     /// run between batches and the context can be edited meanwhile. Unsaved changes are
-    /// reflected in the final result as in ``fetch(_:)``, judged when the fetch starts.
+    /// reflected in the final result as in ``fetch(_:)-68p1z``, judged when the fetch starts.
     public func execute<Result>(_ request: AsynchronousFetchRequest<Result>) throws -> AsynchronousFetchResult<Result> {
         assertOnQueue()
         let fetch = try CursorFetch(request.fetchRequest, in: self)

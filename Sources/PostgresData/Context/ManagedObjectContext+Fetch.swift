@@ -19,7 +19,7 @@ extension ManagedObjectContext {
 
     /// Runs a fetch request as ``fetch(_:)`` does, suspending the
     /// calling task instead of blocking a thread while the database works; call it inside
-    /// ``perform(_:)``.
+    /// ``perform(_:)-(()->T)``.
     ///
     /// Core Data equivalent: `fetch(_:)`.
     public func fetch<Result>(_ request: FetchRequest<Result>) async throws -> [Result] {

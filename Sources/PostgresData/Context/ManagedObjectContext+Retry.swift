@@ -13,7 +13,7 @@ extension ManagedObjectContext {
     /// growing delay; after `maximumAttempts` runs the last error is thrown.
     ///
     /// Since the context is reset, the block must start from the database: fetch its
-    /// objects or look them up with ``existingObject(with:)``, never use objects fetched
+    /// objects or look them up with ``existingObject(with:)-5tqle``, never use objects fetched
     /// before. Use a context of its own (``PersistentContainer/newBackgroundContext()``).
     ///
     /// ```swift

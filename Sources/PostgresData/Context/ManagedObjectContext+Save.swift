@@ -22,7 +22,7 @@ extension ManagedObjectContext {
     }
 
     /// Writes the context's changes as ``save()`` does, suspending the calling task instead of
-    /// blocking a thread while the database works; call it inside ``perform(_:)``.
+    /// blocking a thread while the database works; call it inside ``perform(_:)-(()->T)``.
     ///
     /// Core Data equivalent: `save()`.
     public func save() async throws {

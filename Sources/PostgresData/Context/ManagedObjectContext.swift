@@ -10,7 +10,7 @@ import PostgresClient
 /// Core Data equivalent: `NSManagedObjectContext`. Each context has its own queue: the main
 /// queue (``ConcurrencyType-swift.enum/mainQueue``, for a view or a server's request loop) or
 /// a private one (``ConcurrencyType-swift.enum/privateQueue``, for background work). Use its
-/// objects only inside ``perform(_:)`` or ``performAndWait(_:)``:
+/// objects only inside ``perform(_:)-(()->T)`` or ``performAndWait(_:)``:
 ///
 /// ```swift
 /// let background = container.newBackgroundContext()
@@ -40,7 +40,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     public let parent: ManagedObjectContext?
     /// True for a context that only reads: with a read replica
     /// (``PersistentStoreCoordinator/StoreOptions/readReplicaConfiguration``) its fetches and
-    /// faults run there, and its ``save()`` and batch requests throw
+    /// faults run there, and its ``save()-306u2`` and batch requests throw
     /// ``PostgresDataError/readOnlyContext(_:)``. A child of a read-only context is read-only.
     ///
     /// No Core Data equivalent (Core Data marks whole stores read-only, with
@@ -119,8 +119,8 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
 
     /// When true (the default), a fault whose row is gone — another process deleted it —
     /// reads as a deleted object with its default values instead of failing; when false, the
-    /// access records ``PostgresDataError/objectNotFound(_:)``, thrown by the next ``save()``
-    /// or by the enclosing async ``perform(_:)``. Either way the program goes on.
+    /// access records ``PostgresDataError/objectNotFound(_:)``, thrown by the next ``save()-306u2``
+    /// or by the enclosing async ``perform(_:)-(()->T)``. Either way the program goes on.
     ///
     /// Core Data equivalent: the property of the same name.
     public var shouldDeleteInaccessibleFaults: Bool {
@@ -208,7 +208,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     /// Core Data equivalent: `perform(_:)` (the async form). The block runs after the blocks
     /// already submitted, on one of the library's context threads; it may use the context's
     /// objects, and returns only `Sendable` values (object IDs, not objects). The calling
-    /// task suspends meanwhile. Store work inside the block (``save()``, ``fetch(_:)``, a
+    /// task suspends meanwhile. Store work inside the block (``save()-306u2``, ``fetch(_:)-68p1z``, a
     /// fault) blocks that context thread, never a thread of Swift's cooperative pool; use the
     /// async block form, ``perform(_:)``, for I/O that suspends.
     public func perform<T: Sendable, E: Error>(_ block: @escaping @Sendable () throws(E) -> T) async throws(E) -> T {
@@ -239,8 +239,8 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     ///
     /// Blocks of one context still run one at a time, in order: no other block of the context
     /// starts until this one has returned, awaits included. Inside it, the `await` forms of
-    /// ``fetch(_:)``, ``count(for:)``,
-    /// ``existingObject(with:)``, ``save()`` and ``execute(_:)``
+    /// ``fetch(_:)-68p1z``, ``count(for:)-2mbj1``,
+    /// ``existingObject(with:)-5tqle``, ``save()-306u2`` and ``execute(_:)-18nbd``
     /// suspend the task while the database works, so a thread serves other units of work
     /// meanwhile. Objects stay in the block: return IDs or `Sendable` values.
     ///
@@ -265,7 +265,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     /// once when called on the queue already (nested calls are fine).
     ///
     /// Core Data equivalent: `performAndWait(_:)`. The block runs on the calling thread, once
-    /// the blocks submitted before it have ended. Prefer ``perform(_:)`` in async code: this
+    /// the blocks submitted before it have ended. Prefer ``perform(_:)-(()->T)`` in async code: this
     /// blocks the calling thread (a cooperative one, there) until the block's turn and end.
     public func performAndWait<T, E: Error>(_ block: () throws(E) -> T) throws(E) -> T {
         if isOnQueue { return try block() }
@@ -375,7 +375,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     /// The object with `objectID`: the registered one, or a new fault; never a query.
     ///
     /// Core Data equivalent: `object(with:)`. Touching a property of a fault whose row is
-    /// gone fails; use ``existingObject(with:)`` when the row may be missing.
+    /// gone fails; use ``existingObject(with:)-5tqle`` when the row may be missing.
     public func object(with objectID: ManagedObjectID) -> ManagedObject {
         assertOnQueue()
         if let object = registered[objectID] { return object }

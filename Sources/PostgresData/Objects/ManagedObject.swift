@@ -187,7 +187,7 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     ///
     /// Core Data equivalent: `init(entity:insertInto:)`. The object's class must be the
     /// entity's (``EntityDescription/managedObjectClass``); an object of another class is not
-    /// inserted, and the context's next ``ManagedObjectContext/save()`` throws
+    /// inserted, and the context's next ``ManagedObjectContext/save()-306u2`` throws
     /// ``PostgresDataError/invalidRequest(_:)`` saying so.
     public required init(entity: EntityDescription, insertInto context: ManagedObjectContext?) {
         // An object outside any context gets a temporary number when it is inserted; fetched

@@ -6,7 +6,7 @@ import Synchronization
 /// never objects, between contexts and tasks.
 ///
 /// Core Data equivalent: `NSManagedObjectID`. An inserted object has a temporary ID until
-/// its context saves it (or ``ManagedObjectContext/obtainPermanentIDs(for:)`` allocates a
+/// its context saves it (or ``ManagedObjectContext/obtainPermanentIDs(for:)-4cry7`` allocates a
 /// key early); then its ID is permanent: the row's `id`.
 ///
 /// ```swift
