@@ -10,6 +10,7 @@ let package = Package(
         .library(name: "PostgresData", targets: ["PostgresData"]),
         .library(name: "PostgresMigrations", targets: ["PostgresMigrations"]),
         .library(name: "PostgresDataTesting", targets: ["PostgresDataTesting"]),
+        .library(name: "PostgresDataLifecycle", targets: ["PostgresDataLifecycle"]),
         .executable(name: "postgres-data", targets: ["postgres-data"]),
         .executable(name: "postgres-data-demo", targets: ["postgres-data-demo"]),
         .executable(name: "postgres-data-bench", targets: ["postgres-data-bench"]),
@@ -19,6 +20,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-collections.git", from: "1.6.0"),
         .package(url: "https://github.com/swiftlang/swift-syntax.git", from: "603.0.1"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
     ],
     targets: [
         .systemLibrary(
@@ -108,6 +110,17 @@ let package = Package(
         .testTarget(
             name: "ReliabilityTests",
             dependencies: ["StressWorkload", "PostgresData", "PostgresClient", "PostgresMigrations", "PostgresDataTesting"]
+        ),
+        // The store as a swift-service-lifecycle Service: a module of its own, so that the
+        // library itself does not depend on ServiceLifecycle.
+        .target(
+            name: "PostgresDataLifecycle",
+            dependencies: ["PostgresData", .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")]
+        ),
+        .testTarget(
+            name: "PostgresDataLifecycleTests",
+            dependencies: ["PostgresDataLifecycle", "PostgresData", "PostgresClient", "PostgresDataTesting",
+                           .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")]
         ),
         // Entities in a module where another type is named PostgresData, as PostgresNIO's is:
         // it compiles, or the macro's expansion names the module.

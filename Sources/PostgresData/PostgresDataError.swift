@@ -87,6 +87,10 @@ public enum PostgresDataError: Error, Sendable, CustomStringConvertible {
     /// make the unit of work idempotent before retrying it.
     case commitOutcomeUnknown(PostgresError)
 
+    /// The store is shutting down (its service received a graceful shutdown): units of work
+    /// already under way finish, new ones are refused. Retry the request on another instance.
+    case shuttingDown
+
     /// True when running the same work again may succeed (a lost connection, a serialization
     /// failure, a deadlock).
     public var isRetryable: Bool {
@@ -138,6 +142,8 @@ public enum PostgresDataError: Error, Sendable, CustomStringConvertible {
             return "\(error)"
         case .commitOutcomeUnknown(let error):
             return "the outcome of the save is unknown: \(error.message). The context keeps its changes; check the database before saving them again"
+        case .shuttingDown:
+            return "the store is shutting down: units of work under way finish, new ones are refused; retry the request on another instance"
         }
     }
 }

@@ -212,6 +212,10 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     /// fault) blocks that context thread, never a thread of Swift's cooperative pool; use the
     /// async block form, ``perform(_:)``, for I/O that suspends.
     public func perform<T: Sendable, E: Error>(_ block: @escaping @Sendable () throws(E) -> T) async throws(E) -> T {
+        // Counted, so that a graceful shutdown waits for it (it cannot throw a refusal).
+        let coordinator = persistentStoreCoordinator
+        try? coordinator.beginUnit(refusing: false)
+        defer { coordinator.endUnit() }
         let result: Result<T, E> = await queue.run { () async -> Result<T, E> in
             var result = Result<T, E> { () throws(E) -> T in try block() }
             self.processPendingChanges()
@@ -252,12 +256,22 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     ///
     /// Core Data equivalent: `perform(_:)`, whose blocks are synchronous; an async block is
     /// PostgresData's addition for servers.
+    ///
+    /// Once the store drains for a graceful shutdown
+    /// (``PersistentStoreCoordinator/drain(timeout:)``), a new block throws
+    /// ``PostgresDataError/shuttingDown`` before it starts; blocks under way, and blocks they
+    /// start, run to their end.
     public func perform<T: Sendable>(_ block: @Sendable () async throws -> T) async throws -> T {
-        try await queue.run {
-            defer { self.processPendingChanges() }
-            let result = try await block()
-            try self.throwFaultErrors()
-            return result
+        let coordinator = persistentStoreCoordinator
+        try coordinator.beginUnit(refusing: true)
+        defer { coordinator.endUnit() }
+        return try await PersistentStoreCoordinator.$isInsideUnit.withValue(true) {
+            try await queue.run {
+                defer { self.processPendingChanges() }
+                let result = try await block()
+                try self.throwFaultErrors()
+                return result
+            }
         }
     }
 
@@ -269,6 +283,9 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     /// blocks the calling thread (a cooperative one, there) until the block's turn and end.
     public func performAndWait<T, E: Error>(_ block: () throws(E) -> T) throws(E) -> T {
         if isOnQueue { return try block() }
+        let coordinator = persistentStoreCoordinator
+        try? coordinator.beginUnit(refusing: false)
+        defer { coordinator.endUnit() }
         queue.acquireTurnBlocking()
         defer { queue.releaseTurn() }
         return try queue.runMarked { () throws(E) -> T in

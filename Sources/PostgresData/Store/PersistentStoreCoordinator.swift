@@ -33,6 +33,8 @@ public final class PersistentStoreCoordinator: Sendable {
     /// The WAL position after the latest commit of this coordinator (tracked with a replica).
     let lastCommitPosition = Locked<WALPosition?>(nil)
     let remoteChangeHub = RemoteChangeHub()
+    /// Units of work (context blocks) under way, and whether new ones are refused.
+    let unitsInFlight = Locked(UnitsInFlight())
 
     /// Identifies this coordinator in the persistent history it writes, so that its own
     /// saves are not merged back into its contexts as remote changes.
