@@ -31,7 +31,7 @@ public final class TemporaryPostgres: Sendable {
     /// Settings that make a throwaway cluster fast: its data is never worth an fsync.
     public static let fastSettings: [String: String] = [
         "fsync": "off", "synchronous_commit": "off", "full_page_writes": "off",
-        "max_connections": "300", "shared_buffers": "128MB", "max_wal_size": "2GB",
+        "max_connections": "500", "shared_buffers": "128MB", "max_wal_size": "2GB",
     ]
 
     /// Settings a benchmark wants: durable commits, as in production.

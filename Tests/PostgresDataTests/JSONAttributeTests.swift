@@ -46,6 +46,7 @@ struct Reading: Codable, Hashable, Sendable {
             return profile.settings
         }
         #expect(fixed == Settings(theme: "light", fontSize: 9))
+        await container.persistentStoreCoordinator.close()
     }
 
     @Test func aValueJSONCannotHoldIsNotSetAndTheSaveSaysSo() async throws {
@@ -64,6 +65,7 @@ struct Reading: Codable, Hashable, Sendable {
         }
         #expect("\(String(describing: error))".contains("Gauge.last"), "\(String(describing: error))")
         #expect(try await container.rawIntegers("SELECT count(*) FROM gauge") == [0])
+        await container.persistentStoreCoordinator.close()
     }
 
     @Test func aRequiredJSONAttributeWithoutADefaultIsAModelProblem() {

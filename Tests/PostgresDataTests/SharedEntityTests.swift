@@ -47,5 +47,7 @@ import Testing
             return items.map(\.name)
         }
         #expect(names.count == 4 && names.first == "from One")
+        await one.persistentStoreCoordinator.close()
+        await two.persistentStoreCoordinator.close()
     }
 }
