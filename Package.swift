@@ -21,6 +21,8 @@ let package = Package(
         .package(url: "https://github.com/swiftlang/swift-syntax.git", from: "603.0.1"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-distributed-tracing.git", from: "1.7.3"),
     ],
     targets: [
         .systemLibrary(
@@ -34,6 +36,7 @@ let package = Package(
                 "CLibPQ",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "DequeModule", package: "swift-collections"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
             ]
         ),
         .macro(
@@ -51,11 +54,14 @@ let package = Package(
                 "PostgresDataMacros",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "OrderedCollections", package: "swift-collections"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
             ]
         ),
         .target(
             name: "PostgresMigrations",
-            dependencies: ["PostgresClient", "PostgresData", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["PostgresClient", "PostgresData", .product(name: "Logging", package: "swift-log"),
+                           .product(name: "Tracing", package: "swift-distributed-tracing")]
         ),
         .executableTarget(
             name: "postgres-data",
@@ -127,6 +133,14 @@ let package = Package(
         .testTarget(
             name: "CoexistenceTests",
             dependencies: ["PostgresData"]
+        ),
+        // Metrics, spans and logs read back through the ecosystem's test backends.
+        .testTarget(
+            name: "ObservabilityTests",
+            dependencies: ["PostgresData", "PostgresClient", "PostgresMigrations", "PostgresDataTesting",
+                           .product(name: "MetricsTestKit", package: "swift-metrics"),
+                           .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
+                           .product(name: "Logging", package: "swift-log")]
         ),
         .testTarget(
             name: "PostgresDataTestingTests",

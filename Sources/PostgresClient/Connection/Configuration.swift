@@ -17,6 +17,11 @@ public struct Configuration: Sendable, CustomStringConvertible {
     /// libpq keyword → value, exactly what is passed to `PQconnectdbParams`.
     public private(set) var parameters: [String: String]
 
+    /// Statements that run longer are logged at `notice` with their text and duration
+    /// (never their values); nil logs none. One second by default. Every statement is logged
+    /// at `debug` (its text and the number of its bind parameters).
+    public var slowStatementThreshold: Duration? = .seconds(1)
+
     /// Parses a `postgres://` or `postgresql://` URL:
     /// `postgres://[user[:password]@][host][:port][,host2[:port2]…][/database][?keyword=value&…]`.
     /// A host that starts with `/` (percent-encoded as `%2F`, or given as `?host=/dir`) is a Unix-socket directory.

@@ -90,8 +90,8 @@ extension Connection {
         let sql = "COPY \(target) (\(columns.map(quoteIdentifier).joined(separator: ", "))) FROM STDIN (FORMAT binary)"
         return try await withCancellation(timeout: nil) { token in
             let handle = try readyHandle()
-            try begin(token)
-            defer { end(token) }
+            let started = try begin(token, statement: sql, parameters: 0)
+            defer { end(token, statement: sql, since: started) }
             guard PQsendQuery(handle, sql) == 1 else { throw sendError(handle, statement: sql) }
             guard let start = PQgetResult(handle) else {
                 throw PostgresError(.connectionLost, message: "the server sent no result", statement: sql)

@@ -33,8 +33,9 @@ extension Connection {
 
     private func runPipeline(_ statements: [(sql: String, bindings: PostgresBindings)], token: CancelToken?) throws -> [PipelineOutcome] {
         let handle = try readyHandle()
-        try begin(token)
-        defer { end(token) }
+        let started = try begin(token, statement: statements.map(\.sql).joined(separator: "; "),
+                                parameters: statements.reduce(0) { $0 + $1.bindings.count })
+        defer { end(token, statement: statements.map(\.sql).joined(separator: "; "), since: started) }
         guard PQenterPipelineMode(handle) == 1 else { throw sendError(handle, statement: statements.first?.sql ?? "") }
         var outcomes: [PipelineOutcome] = []
         outcomes.reserveCapacity(statements.count)

@@ -56,8 +56,8 @@ extension Connection {
     public func prepare(_ sql: String, parameterTypes: [PostgresType] = []) async throws -> PreparedStatement {
         try await withCancellation(timeout: nil) { token in
             let handle = try readyHandle()
-            try begin(token)
-            defer { end(token) }
+            let started = try begin(token, statement: sql, parameters: 0)
+            defer { end(token, statement: sql, since: started) }
             statementCounter += 1
             let name = "pd_statement_\(statementCounter)"
             let oids = parameterTypes.map(\.oid)
@@ -79,8 +79,8 @@ extension Connection {
         }
         return try await withCancellation(timeout: options.timeout) { token in
             let handle = try readyHandle()
-            try begin(token)
-            defer { end(token) }
+            let started = try begin(token, statement: statement.sql, parameters: bindings.count)
+            defer { end(token, statement: statement.sql, since: started) }
             let sent = bindings.withUnsafeParameters { count, _, values, lengths, formats in
                 PQsendQueryPrepared(handle, statement.name, count, values, lengths, formats, options.resultFormat.rawValue)
             }

@@ -190,8 +190,8 @@ public actor Connection {
     func run(_ sql: String, _ bindings: PostgresBindings, format: PostgresFormat, token: CancelToken?,
              for stream: StreamState? = nil) throws -> QueryResult {
         let handle = try readyHandle(for: stream)
-        try begin(token)
-        defer { end(token) }
+        let started = try begin(token, statement: sql, parameters: bindings.count)
+        defer { end(token, statement: sql, since: started) }
         let sent = bindings.withUnsafeParameters { count, types, values, lengths, formats in
             PQsendQueryParams(handle, sql, count, types, values, lengths, formats, format.rawValue)
         }
@@ -202,8 +202,8 @@ public actor Connection {
     /// Runs statements with the simple protocol (several may be separated by `;`).
     func runSimple(_ sql: String, token: CancelToken?, for stream: StreamState? = nil) throws -> [QueryResult] {
         let handle = try readyHandle(for: stream)
-        try begin(token)
-        defer { end(token) }
+        let started = try begin(token, statement: sql, parameters: 0)
+        defer { end(token, statement: sql, since: started) }
         guard PQsendQuery(handle, sql) == 1 else { throw sendError(handle, statement: sql) }
         var results: [QueryResult] = []
         var failure: PostgresError?
@@ -263,10 +263,33 @@ public actor Connection {
         while PQgetCopyData(handle, &buffer, 0) > 0 { PQfreemem(buffer) }
     }
 
+    /// Starts a statement: arms the cancel token and logs the text at `debug` (with the
+    /// number of bind parameters, never their values). Returns when it started.
+    func begin(_ token: CancelToken?, statement: @autoclosure () -> String, parameters: Int) throws -> ContinuousClock.Instant {
+        if let token { try cancelHandle.beginStatement(token) }
+        logger.debug("statement", metadata: ["db.query.text": "\(statement())", "db.query.parameter_count": "\(parameters)"])
+        return .now
+    }
+
+    /// Ends a statement begun with ``begin(_:statement:parameters:)``, logging it at `notice`
+    /// when it ran past the configuration's slow-statement threshold.
+    func end(_ token: CancelToken?, statement: @autoclosure () -> String, since started: ContinuousClock.Instant) {
+        end(token)
+        if let threshold = configuration.slowStatementThreshold {
+            let elapsed = started.duration(to: .now)
+            if elapsed > threshold {
+                logger.notice("slow statement", metadata: [
+                    "db.query.text": "\(statement())", "duration": "\(elapsed)", "threshold": "\(threshold)"])
+            }
+        }
+    }
+
+    /// Begins a step of a statement under way (a batch of a stream).
     func begin(_ token: CancelToken?) throws {
         if let token { try cancelHandle.beginStatement(token) }
     }
 
+    /// Ends a step of a statement under way (a batch of a stream).
     func end(_ token: CancelToken?) {
         if token != nil { cancelHandle.endStatement() }
         refreshHealth()

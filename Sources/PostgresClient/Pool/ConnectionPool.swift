@@ -33,7 +33,10 @@ public final class ConnectionPool: Sendable {
     public let minimumConnections: Int
     public let maximumConnections: Int
     public let leaseTimeout: Duration
+    /// The pool's name in metrics (`db.client.connection.pool.name`) and logs.
+    public let name: String
     let logger: Logger
+    private let metrics: PoolMetrics
 
     private struct State {
         var idle: [Connection] = []
@@ -44,6 +47,7 @@ public final class ConnectionPool: Sendable {
         var drainWaiters: [CheckedContinuation<Void, Never>] = []
         var closing: [Task<Void, Never>] = []
         var nextWaiterID = 0
+        var published = PoolMetrics.Published()
     }
 
     private struct Waiter {
@@ -56,15 +60,46 @@ public final class ConnectionPool: Sendable {
 
     /// Creates a pool; connections open on demand, and `minimumConnections` are opened in
     /// the background. A `maximumConnections` below 1 counts as 1.
+    ///
+    /// `name` tells this pool's metrics and log lines from other pools' (by default
+    /// `host:port/database`, as OpenTelemetry suggests). The pool publishes its numbers
+    /// through swift-metrics, to the factory current when it is created: connections by state
+    /// (`db.client.connection.count`, `db.client.connection.state` = `idle` or `used`),
+    /// `db.client.connection.pending_requests`, `db.client.connection.max`, and the timers
+    /// `db.client.connection.wait_time`, `.use_time`, `.create_time`, and the counter
+    /// `db.client.connection.timeouts`. Connections opened and closed are logged at `info`.
     public init(configuration: Configuration, minimumConnections: Int = 0, maximumConnections: Int = 8,
-                leaseTimeout: Duration = .seconds(30), logger: Logger = Logger(label: "PostgresClient.pool")) {
+                leaseTimeout: Duration = .seconds(30), name: String? = nil,
+                logger: Logger = Logger(label: "PostgresClient.pool")) {
         self.configuration = configuration
         self.maximumConnections = max(1, maximumConnections)
         self.minimumConnections = min(max(0, minimumConnections), self.maximumConnections)
         self.leaseTimeout = leaseTimeout
+        let name = name ?? Self.defaultName(configuration)
+        self.name = name
+        var logger = logger
+        logger[metadataKey: "db.client.connection.pool.name"] = "\(name)"
         self.logger = logger
+        self.metrics = PoolMetrics(poolName: name, maximumConnections: self.maximumConnections)
         if self.minimumConnections > 0 {
             Task(executorPreference: LibraryExecutor.shared) { await self.fillToMinimum() }
+        }
+    }
+
+    /// `host:port/database`, as OpenTelemetry names a pool by default.
+    static func defaultName(_ configuration: Configuration) -> String {
+        let host = configuration.host ?? "localhost"
+        let port = configuration.port ?? 5432
+        return "\(host):\(port)/\(configuration.database ?? configuration.user ?? "")"
+    }
+
+    /// Runs `body` on the pool's state under its lock, then publishes the counts that moved.
+    private func withState<T>(_ body: (inout State) throws -> T) rethrows -> T {
+        try state.withLock { state in
+            defer {
+                metrics.publish(idle: state.idle.count, used: state.leasedCount, pending: state.waiters.count, &state.published)
+            }
+            return try body(&state)
         }
     }
 
@@ -82,7 +117,7 @@ public final class ConnectionPool: Sendable {
 
     /// The pool's numbers now.
     public var statistics: Statistics {
-        state.withLock { Statistics(open: $0.openCount, idle: $0.idle.count, leased: $0.leasedCount, waiting: $0.waiters.count) }
+        withState { Statistics(open: $0.openCount, idle: $0.idle.count, leased: $0.leasedCount, waiting: $0.waiters.count) }
     }
 
     /// Leases a connection for the duration of `body` and returns it afterwards, whatever happens.
@@ -107,6 +142,7 @@ public final class ConnectionPool: Sendable {
     package func withConnection<Result>(resettingSession: Bool, _ body: (Connection) async throws -> Result) async throws -> Result {
         if let connection = takeIdleConnection() {
             if resettingSession { connection.markSessionForReset() }
+            metrics.waitTime.recordNanoseconds(0)
             return try await run(body, on: connection)
         }
         return try await withTaskExecutorPreference(LibraryExecutor.shared) {
@@ -118,11 +154,14 @@ public final class ConnectionPool: Sendable {
     nonisolated(nonsending)
     private func run<Result>(_ body: (Connection) async throws -> Result, on connection: Connection) async throws -> Result {
         try await withTaskExecutorPreference(connection.thread) {
+            let leased = ContinuousClock.now
             do {
                 let result = try await body(connection)
+                self.metrics.useTime.record(leased.duration(to: .now))
                 await self.release(connection)
                 return result
             } catch {
+                self.metrics.useTime.record(leased.duration(to: .now))
                 await self.release(connection)
                 throw error
             }
@@ -132,7 +171,7 @@ public final class ConnectionPool: Sendable {
     /// An idle connection that needs no check, taken without waiting; nil when there is
     /// none (the slow path then checks, opens or waits).
     private func takeIdleConnection() -> Connection? {
-        state.withLock { state -> Connection? in
+        withState { state -> Connection? in
             guard !state.isShutDown, let connection = state.idle.last,
                   connection.idleSocketState() == .quiet, !connection.isClosed else { return nil }
             state.idle.removeLast()
@@ -151,7 +190,9 @@ public final class ConnectionPool: Sendable {
     /// ``lease()`` for the library's own statements: with `resettingSession` false, no
     /// `DISCARD ALL` on release.
     package func lease(resettingSession: Bool) async throws -> Connection {
+        let asked = ContinuousClock.now
         let connection = try await leaseConnection()
+        metrics.waitTime.record(asked.duration(to: .now))
         if resettingSession { connection.markSessionForReset() }
         return connection
     }
@@ -159,7 +200,7 @@ public final class ConnectionPool: Sendable {
     private func leaseConnection() async throws -> Connection {
         while true {
             enum Step { case check(Connection), open, wait }
-            let step = try state.withLock { state throws -> Step in
+            let step = try withState { state throws -> Step in
                 guard !state.isShutDown else { throw Self.closedError() }
                 if let connection = state.idle.popLast() {
                     state.leasedCount += 1
@@ -174,15 +215,15 @@ public final class ConnectionPool: Sendable {
             switch step {
             case .check(let connection):
                 if await isHealthy(connection) { return connection }
-                state.withLock { $0.leasedCount -= 1 }
+                withState { $0.leasedCount -= 1 }
                 discard(connection)
             case .open:
                 do {
-                    let connection = try await Connection.connect(configuration, logger: logger)
-                    state.withLock { $0.leasedCount += 1 }
+                    let connection = try await open()
+                    withState { $0.leasedCount += 1 }
                     return connection
                 } catch {
-                    state.withLock { $0.openCount -= 1 }
+                    withState { $0.openCount -= 1 }
                     serveWaitersAfterCapacityFreed()
                     throw error
                 }
@@ -203,7 +244,7 @@ public final class ConnectionPool: Sendable {
             reusable = await connection.resetForReuse()
         }
         enum Next { case discard, handOff(CheckedContinuation<Connection, Error>, LibraryTimer), idle }
-        let (next, drained) = state.withLock { state -> (Next, [CheckedContinuation<Void, Never>]) in
+        let (next, drained) = withState { state -> (Next, [CheckedContinuation<Void, Never>]) in
             state.leasedCount -= 1
             var next = Next.idle
             if !reusable || state.isShutDown {
@@ -229,7 +270,7 @@ public final class ConnectionPool: Sendable {
     /// Refuses new leases, fails the waiting ones, waits for leased connections to come
     /// back, and closes every connection.
     public func shutdown() async {
-        let (waiters, mustWait) = state.withLock { state -> ([Waiter], Bool) in
+        let (waiters, mustWait) = withState { state -> ([Waiter], Bool) in
             state.isShutDown = true
             // Not `Array(state.waiters)` when empty: copying an empty Deque writes a count of 0
             // into the shared empty-array storage, which the thread sanitizer reports as a race
@@ -244,7 +285,7 @@ public final class ConnectionPool: Sendable {
         }
         if mustWait {
             await withCheckedContinuation { continuation in
-                let ready = state.withLock { state -> Bool in
+                let ready = withState { state -> Bool in
                     guard state.leasedCount > 0 else { return true }
                     state.drainWaiters.append(continuation)
                     return false
@@ -252,7 +293,7 @@ public final class ConnectionPool: Sendable {
                 if ready { continuation.resume() }
             }
         }
-        let (idle, closing, drained) = state.withLock { state -> ([Connection], [Task<Void, Never>], [CheckedContinuation<Void, Never>]) in
+        let (idle, closing, drained) = withState { state -> ([Connection], [Task<Void, Never>], [CheckedContinuation<Void, Never>]) in
             let idle = state.idle
             state.idle.removeAll()
             let drained = finishShutdownLocked(&state)
@@ -263,7 +304,7 @@ public final class ConnectionPool: Sendable {
         drained.forEach { $0.resume() }
         for connection in idle { discard(connection) }
         for task in closing { await task.value }
-        let late = state.withLock { state -> [Task<Void, Never>] in
+        let late = withState { state -> [Task<Void, Never>] in
             defer { state.closing.removeAll() }
             return state.closing
         }
@@ -277,7 +318,7 @@ public final class ConnectionPool: Sendable {
     }
 
     private func waitForConnection() async throws -> Connection {
-        let id = state.withLock { state -> Int in
+        let id = withState { state -> Int in
             state.nextWaiterID += 1
             return state.nextWaiterID
         }
@@ -285,7 +326,7 @@ public final class ConnectionPool: Sendable {
             try await withCheckedThrowingContinuation { continuation in
                 let timer = LibraryExecutor.shared.schedule(after: leaseTimeout) { [weak self] in self?.expireWaiter(id) }
                 enum Queued { case refused, idle(Connection), waiting }
-                let queued = state.withLock { state -> Queued in
+                let queued = withState { state -> Queued in
                     guard !state.isShutDown else { return .refused }
                     // A connection released since `lease()` chose to wait serves this waiter.
                     if state.waiters.isEmpty, let connection = state.idle.popLast() {
@@ -315,7 +356,7 @@ public final class ConnectionPool: Sendable {
     }
 
     private func removeWaiter(_ id: Int) -> CheckedContinuation<Connection, Error>? {
-        let waiter = state.withLock { state -> Waiter? in
+        let waiter = withState { state -> Waiter? in
             guard let index = state.waiters.firstIndex(where: { $0.id == id }) else { return nil }
             return state.waiters.remove(at: index)
         }
@@ -324,7 +365,11 @@ public final class ConnectionPool: Sendable {
     }
 
     private func expireWaiter(_ id: Int) {
-        removeWaiter(id)?.resume(throwing: PostgresError(
+        guard let waiter = removeWaiter(id) else { return }
+        metrics.timeouts.increment()
+        logger.warning("a lease timed out waiting for a connection", metadata: [
+            "timeout": "\(leaseTimeout)", "db.client.connection.max": "\(maximumConnections)"])
+        waiter.resume(throwing: PostgresError(
             .poolTimeout,
             message: "no connection became free within \(leaseTimeout) (all \(maximumConnections) are leased)",
             hint: "Raise maximumConnections or leaseTimeout, or hold connections for shorter periods."))
@@ -338,9 +383,21 @@ public final class ConnectionPool: Sendable {
         }
     }
 
+    /// Opens a connection for the pool, timing and logging it.
+    private func open() async throws -> Connection {
+        let started = ContinuousClock.now
+        let connection = try await Connection.connect(configuration, logger: logger)
+        metrics.createTime.record(started.duration(to: .now))
+        logger.info("opened a pooled connection", metadata: ["db.connection.pid": "\(connection.backendPID)"])
+        return connection
+    }
+
     private func discard(_ connection: Connection) {
+        logger.info("closing a pooled connection", metadata: [
+            "db.connection.pid": "\(connection.backendPID)",
+            "reason": "\(connection.isClosed ? "broken or closed" : "pool shut down or connection not reusable")"])
         let close = Task(executorPreference: LibraryExecutor.shared) { await connection.close() }
-        state.withLock { state in
+        withState { state in
             state.openCount -= 1
             if state.isShutDown { state.closing.append(close) }
         }
@@ -349,7 +406,7 @@ public final class ConnectionPool: Sendable {
 
     /// Opens a connection for the first waiter when a slot has become free.
     private func serveWaitersAfterCapacityFreed() {
-        let opens = state.withLock { state -> Bool in
+        let opens = withState { state -> Bool in
             guard !state.isShutDown, !state.waiters.isEmpty, state.openCount < maximumConnections else { return false }
             state.openCount += 1
             return true
@@ -357,7 +414,7 @@ public final class ConnectionPool: Sendable {
         guard opens else { return }
         Task(executorPreference: LibraryExecutor.shared) {
             do {
-                let connection = try await Connection.connect(self.configuration, logger: self.logger)
+                let connection = try await self.open()
                 self.handOff(connection)
             } catch {
                 self.failFirstWaiter(error)
@@ -367,7 +424,7 @@ public final class ConnectionPool: Sendable {
 
     private func handOff(_ connection: Connection) {
         enum Next { case waiter(Waiter), discard, idle }
-        let next = state.withLock { state -> Next in
+        let next = withState { state -> Next in
             if let waiter = state.waiters.popFirst() {
                 state.leasedCount += 1
                 return .waiter(waiter)
@@ -389,7 +446,7 @@ public final class ConnectionPool: Sendable {
     /// next one its own attempt (while the server is down each waiter fails fast instead of
     /// waiting for a lease timeout with no connection open).
     private func failFirstWaiter(_ error: Error) {
-        let waiter = state.withLock { state -> Waiter? in
+        let waiter = withState { state -> Waiter? in
             state.openCount -= 1
             return state.waiters.popFirst()
         }
@@ -400,16 +457,16 @@ public final class ConnectionPool: Sendable {
 
     private func fillToMinimum() async {
         while true {
-            let opens = state.withLock { state -> Bool in
+            let opens = withState { state -> Bool in
                 guard !state.isShutDown && state.openCount < minimumConnections else { return false }
                 state.openCount += 1
                 return true
             }
             guard opens else { return }
             do {
-                handOff(try await Connection.connect(configuration, logger: logger))
+                handOff(try await open())
             } catch {
-                state.withLock { $0.openCount -= 1 }
+                withState { $0.openCount -= 1 }
                 logger.warning("could not open a pooled connection", metadata: ["error": "\(error)"])
                 return
             }

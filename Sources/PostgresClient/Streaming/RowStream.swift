@@ -179,6 +179,7 @@ extension Connection {
         defer { end(token) }
         if !state.started {
             state.started = true
+            logger.debug("statement", metadata: ["db.query.text": "\(state.sql)", "db.query.parameter_count": "\(state.bindings.count)"])
             let sent = state.bindings.withUnsafeParameters { count, types, values, lengths, formats in
                 PQsendQueryParams(handle, state.sql, count, types, values, lengths, formats, PostgresFormat.binary.rawValue)
             }

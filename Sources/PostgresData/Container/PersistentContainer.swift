@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import PostgresClient
 
 /// Everything an app needs in one object: the model, the coordinator and its store, a
@@ -24,11 +25,14 @@ public final class PersistentContainer: Sendable {
     /// The main-queue context, for work tied to the main actor.
     public let viewContext: ManagedObjectContext
 
-    /// A container for `model`; load its store before use.
-    public init(name: String, model: ManagedObjectModel) {
+    /// A container for `model`; load its store before use. `logger` is the one every part
+    /// of the store logs to: its pool (connections opened and closed, at `info`), its
+    /// statements (at `debug`, and slow ones at `notice`: see
+    /// ``PostgresClient/Configuration/slowStatementThreshold``), the remote-change listener.
+    public init(name: String, model: ManagedObjectModel, logger: Logger = Logger(label: "PostgresData")) {
         self.name = name
         self.managedObjectModel = model
-        self.persistentStoreCoordinator = PersistentStoreCoordinator(managedObjectModel: model)
+        self.persistentStoreCoordinator = PersistentStoreCoordinator(managedObjectModel: model, logger: logger)
         self.viewContext = ManagedObjectContext(concurrencyType: .mainQueue, coordinator: persistentStoreCoordinator)
         viewContext.name = "\(name).viewContext"
     }

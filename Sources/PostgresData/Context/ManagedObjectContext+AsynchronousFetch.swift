@@ -15,31 +15,38 @@ extension ManagedObjectContext {
         let coordinator = persistentStoreCoordinator
         let collected = CollectedObjects()
         let access = makeStoreAccess(readsFromReplica: fetch.fromReplica)
+        let entity = coordinator.managedObjectModel.entitiesByName[request.fetchRequest.entityName]
         let task = Task {
             do {
                 // Without an estimate asked for, the planner's is still read, to size the maps.
                 let reported = request.resultCountEstimate != .none
-                try await access.run { try await coordinator.cursorFetch(
-                    sql: fetch.sql, bindings: fetch.bindings, batchSize: request.batchSize,
-                    estimate: reported ? request.resultCountEstimate : .plannerEstimate, overlapping: true, decode: fetch.decode(in: coordinator),
-                    estimated: { count in
-                        await self.perform {
-                            if reported { result.setEstimate(count) }
-                            collected.estimate = count
-                        }
-                    },
-                    deliver: { batch in
-                        await self.perform {
-                            // A cancelled fetch delivers nothing: the batch is not worth registering.
-                            guard !result.isCancelRequested else { return }
-                            fetch.reserve(for: batch, seen: collected.objects.count, estimate: collected.estimate, in: self)
-                            let objects = fetch.register(batch, in: self)
-                            collected.objects.append(contentsOf: objects)
-                            let update = result.advance(by: objects.count)
-                            request.progressHandler?(update)
-                        }
-                    }) }
-                try Task.checkCancellation()
+                try await StoreOperation.asynchronousFetch.traced(entity: entity, store: try? coordinator.loaded()) { span in
+                    span.noteQuery(fetch.sql)
+                    try await access.run { try await coordinator.cursorFetch(
+                        sql: fetch.sql, bindings: fetch.bindings, batchSize: request.batchSize,
+                        estimate: reported ? request.resultCountEstimate : .plannerEstimate, overlapping: true, decode: fetch.decode(in: coordinator),
+                        estimated: { count in
+                            await self.perform {
+                                if reported { result.setEstimate(count) }
+                                collected.estimate = count
+                            }
+                        },
+                        deliver: { batch in
+                            await self.perform {
+                                // A cancelled fetch delivers nothing: the batch is not worth registering.
+                                guard !result.isCancelRequested else { return }
+                                fetch.reserve(for: batch, seen: collected.objects.count, estimate: collected.estimate, in: self)
+                                let objects = fetch.register(batch, in: self)
+                                collected.objects.append(contentsOf: objects)
+                                let update = result.advance(by: objects.count)
+                                request.progressHandler?(update)
+                            }
+                        }) }
+                    try Task.checkCancellation()
+                    let rows = await self.perform { collected.objects.count }
+                    if span.isRecording { span.attributes["db.response.returned_rows"] = rows }
+                    if let entity { (try? coordinator.loaded())?.metrics.recordReturnedRows(rows, collection: entity.tableName) }
+                }
                 await self.perform {
                     let outcome = Swift.Result { try fetch.finalResults(collected.objects, in: self) as [Result] }
                     collected.objects = []

@@ -1,4 +1,5 @@
 import PostgresClient
+import Tracing
 
 extension ManagedObjectContext {
     /// Runs a batch update on the store (one statement, bypassing every context) and then
@@ -26,7 +27,20 @@ extension ManagedObjectContext {
     private func run(_ request: BatchUpdateRequest) async throws -> BatchUpdateResult {
         let entity = try entity(named: request.entityName)
         let plan = try request.plan(for: entity, returningIDs: !request.contextsToMerge.isEmpty, history: historyOrigin)
-        return try await persistentStoreCoordinator.execute(plan, entity: entity, resultType: request.resultType)
+        let coordinator = persistentStoreCoordinator
+        return try await StoreOperation.batchUpdate.traced(entity: entity, store: try? coordinator.loaded()) { span in
+            span.noteQuery(plan.sql)
+            let result = try await coordinator.execute(plan, entity: entity, resultType: request.resultType)
+            Self.noteWritten(result.count, kind: "update", entity: entity, span: span, coordinator: coordinator)
+            return result
+        }
+    }
+
+    /// Notes the rows a batch request wrote on its span and in the store's metrics.
+    static func noteWritten(_ count: Int, kind: String, entity: EntityDescription, span: any Span,
+                            coordinator: PersistentStoreCoordinator) {
+        if span.isRecording { span.attributes["db.response.affected_rows"] = count }
+        (try? coordinator.loaded())?.metrics.recordWrittenRows(count, kind: kind, collection: entity.tableName)
     }
 
     /// Tells contexts of a batch request's changes (after it committed, never from inside
@@ -55,7 +69,7 @@ extension ManagedObjectContext {
         let coordinator = persistentStoreCoordinator
         let history = historyOrigin
         let result = try await makeStoreAccess(readsFromReplica: false).run {
-            try await coordinator.execute(request, entity: entity, history: history)
+            try await coordinator.tracedExecute(request, entity: entity, history: history)
         }
         Self.merge(result, into: request.contextsToMerge, from: self)
         return result
@@ -68,7 +82,7 @@ extension ManagedObjectContext {
         let entity = try entity(named: request.entityName)
         let coordinator = persistentStoreCoordinator
         let history = historyOrigin
-        let result = try runStore { try await coordinator.execute(request, entity: entity, history: history) }
+        let result = try runStore { try await coordinator.tracedExecute(request, entity: entity, history: history) }
         Self.merge(result, into: request.contextsToMerge, from: self)
         return result
     }
@@ -79,6 +93,15 @@ extension ManagedObjectContext {
 }
 
 extension PersistentStoreCoordinator {
+    /// ``execute(_:entity:history:)`` inside its span and duration metric.
+    func tracedExecute(_ request: BatchDeleteRequest, entity: EntityDescription, history: HistoryRecord.Origin?) async throws -> BatchDeleteResult {
+        try await StoreOperation.batchDelete.traced(entity: entity, store: try? loaded()) { span in
+            let result = try await execute(request, entity: entity, history: history)
+            ManagedObjectContext.noteWritten(result.count, kind: "delete", entity: entity, span: span, coordinator: self)
+            return result
+        }
+    }
+
     /// Runs a batch delete: the count in one statement, or, when IDs are wanted, the rows
     /// the delete rules reach read first (`FOR UPDATE`, so they cannot change meanwhile)
     /// and the `DELETE … RETURNING id`, in one transaction (with `history`, also the history
@@ -221,7 +244,12 @@ extension ManagedObjectContext {
         let entity = try entity(named: request.entityName)
         let history = historyOrigin
         let plan = try request.plan(for: entity, returningIDs: history != nil)
-        return try await persistentStoreCoordinator.execute(plan, entity: entity, resultType: request.resultType, history: history)
+        let coordinator = persistentStoreCoordinator
+        return try await StoreOperation.batchInsert.traced(entity: entity, store: try? coordinator.loaded()) { span in
+            let result = try await coordinator.execute(plan, entity: entity, resultType: request.resultType, history: history)
+            Self.noteWritten(result.count, kind: "insert", entity: entity, span: span, coordinator: coordinator)
+            return result
+        }
     }
 }
 

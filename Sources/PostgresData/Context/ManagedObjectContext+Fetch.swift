@@ -24,7 +24,12 @@ extension ManagedObjectContext {
     /// Core Data equivalent: `fetch(_:)`.
     public func fetch<Result>(_ request: FetchRequest<Result>) async throws -> [Result] {
         assertOnQueue()
-        return try await readingFromReplica(request.allowsReadingFromReplica) { try await fetchFromStore(request) }
+        let entity = persistentStoreCoordinator.managedObjectModel.entitiesByName[request.entityName]
+        return try await traced(.fetch, entity: entity) {
+            let results = try await readingFromReplica(request.allowsReadingFromReplica) { try await fetchFromStore(request) }
+            if let entity, request.resultType != .count { noteReturnedRows(results.count, entity: entity) }
+            return results
+        }
     }
 
     private func fetchFromStore<Result>(_ request: FetchRequest<Result>) async throws -> [Result] {
@@ -70,7 +75,10 @@ extension ManagedObjectContext {
     /// Core Data equivalent: `count(for:)`.
     public func count<Result>(for request: FetchRequest<Result>) async throws -> Int {
         assertOnQueue()
-        return try await readingFromReplica(request.allowsReadingFromReplica) { try await countInStore(request) }
+        let entity = persistentStoreCoordinator.managedObjectModel.entitiesByName[request.entityName]
+        return try await traced(.count, entity: entity) {
+            try await readingFromReplica(request.allowsReadingFromReplica) { try await countInStore(request) }
+        }
     }
 
     private func countInStore<Result>(_ request: FetchRequest<Result>) async throws -> Int {
@@ -79,6 +87,7 @@ extension ManagedObjectContext {
         var countRequest = request
         countRequest.resultType = .count
         let (sql, bindings) = try countRequest.sql(for: entity, columns: "count(*)", excluding: pending.excludedKeys)
+        activeSpan?.noteQuery(sql)
         let coordinator = persistentStoreCoordinator
         let counts = try await store { try await coordinator.fetchIntegers(sql: sql, bindings: bindings) }
         let total = Int(counts.first ?? 0) + pending.matching.count
@@ -104,6 +113,7 @@ extension ManagedObjectContext {
             return try await fetchObjects(request, entity: entity, idsOnly: true, pending: pending).map(\.objectID)
         }
         let (sql, bindings) = try request.sql(for: entity, columns: "t.\"id\"")
+        activeSpan?.noteQuery(sql)
         let coordinator = persistentStoreCoordinator
         let keys = try await store { try await coordinator.fetchIntegers(sql: sql, bindings: bindings) }
         return keys.map { ManagedObjectID(entity: entity, primaryKey: $0) }
@@ -119,11 +129,13 @@ extension ManagedObjectContext {
         var objects: [ManagedObject]
         if idsOnly || request.fetchBatchSize > 0 || !request.includesPropertyValues {
             let (sql, bindings) = try storeRequest.sql(for: entity, columns: "t.\"id\"", excluding: pending.excludedKeys)
+            activeSpan?.noteQuery(sql)
             let keys = try await store { try await coordinator.fetchIntegers(sql: sql, bindings: bindings) }
             objects = keys.map { object(with: ManagedObjectID(entity: entity, primaryKey: $0)) }
         } else {
             let (sql, bindings) = try storeRequest.sql(for: entity, columns: PersistentStoreCoordinator.selectList(entity),
                                                         excluding: pending.excludedKeys)
+            activeSpan?.noteQuery(sql)
             let cachesRows = request.returnsObjectsAsFaults && !readsFromReplica
             var query = try await store {
                 try await coordinator.querySnapshots(sql: sql, bindings: bindings, entity: entity,
@@ -268,6 +280,7 @@ extension ManagedObjectContext {
     /// `Result` is ``FetchedDictionary`` or `[String: AttributeValue]`.
     private func fetchDictionaries<Result>(_ request: FetchRequest<Result>, entity: EntityDescription) async throws -> [Result] {
         let (sql, bindings, columns) = try request.dictionarySQL(for: entity)
+        activeSpan?.noteQuery(sql)
         let coordinator = persistentStoreCoordinator
         if Result.self == FetchedDictionary.self {
             let rows = try await store { try await coordinator.fetchDictionaryRows(sql: sql, bindings: bindings, columns: columns) }

@@ -34,7 +34,7 @@ extension ManagedObjectContext {
                 return try await perform { () throws -> T in try self.resettingWhenRetried(block) }
             } catch {
                 guard let pause = schedule.pause(after: error) else { throw error }
-                persistentStoreCoordinator.logger.debug("attempt \(schedule.attempt - 1) failed, retrying: \(error)")
+                noteRetry(after: error, attempt: schedule.attempt - 1)
                 try await Task.sleep(for: pause)
             }
         }
@@ -52,10 +52,17 @@ extension ManagedObjectContext {
                 return try performAndWait { () throws -> T in try resettingWhenRetried(block) }
             } catch {
                 guard let pause = schedule.pause(after: error) else { throw error }
-                persistentStoreCoordinator.logger.debug("attempt \(schedule.attempt - 1) failed, retrying: \(error)")
+                noteRetry(after: error, attempt: schedule.attempt - 1)
                 Thread.sleep(forTimeInterval: Double(pause.components.seconds) + Double(pause.components.attoseconds) / 1e18)
             }
         }
+    }
+
+    /// Logs a retry and counts it (`postgresdata.perform.retries`, by `error.type`).
+    private func noteRetry(after error: any Error, attempt: Int) {
+        persistentStoreCoordinator.logger.debug("attempt \(attempt) failed, retrying", metadata: [
+            "error": "\(error)", "error.type": "\(StoreMetrics.errorType(error))"])
+        (try? persistentStoreCoordinator.loaded())?.metrics.recordRetry(after: error)
     }
 
     private func resettingWhenRetried<T>(_ block: () throws -> T) throws -> T {

@@ -36,7 +36,7 @@ extension ManagedObjectContext {
         if let parent {
             try save(into: parent)
         } else {
-            try await saveToStore()
+            try await traced(.save, entity: nil) { try await saveToStore() }
         }
     }
 
@@ -105,6 +105,31 @@ extension ManagedObjectContext {
         return ManagedObjectID(entity: id.entity, primaryKey: object.allocatedKey)
     }
 
+    /// Counts the rows a save wrote, by entity and kind, on its span and in the metrics.
+    private func noteWrittenRows() {
+        let span = activeSpan.flatMap { $0.isRecording ? $0 : nil }
+        span?.attributes["postgresdata.rows.inserted"] = insertedSet.count
+        span?.attributes["postgresdata.rows.updated"] = updatedSet.count
+        span?.attributes["postgresdata.rows.deleted"] = deletedSet.count
+        guard let metrics = (try? persistentStoreCoordinator.loaded())?.metrics else { return }
+        for (kind, objects) in [("insert", insertedSet), ("update", updatedSet), ("delete", deletedSet)] where !objects.isEmpty {
+            var counts: [(EntityDescription, Int)] = []
+            for object in objects.values {
+                if let slot = counts.firstIndex(where: { $0.0 === object.entity }) { counts[slot].1 += 1 } else { counts.append((object.entity, 1)) }
+            }
+            for (entity, count) in counts { metrics.recordWrittenRows(count, kind: kind, collection: entity.tableName) }
+        }
+    }
+
+    /// Counts the objects a save found changed underneath, by entity.
+    private func noteConflicts(_ ids: [ManagedObjectID]) {
+        if let span = activeSpan, span.isRecording { span.attributes["postgresdata.conflicts"] = ids.count }
+        guard let metrics = (try? persistentStoreCoordinator.loaded())?.metrics else { return }
+        var counts: [String: Int] = [:]
+        for id in ids { counts[id.entity.tableName, default: 0] += 1 }
+        for (table, count) in counts { metrics.recordConflicts(count, collection: table) }
+    }
+
     /// Validates every changed object; throws all failures at once.
     private func validateChanges() throws {
         var failures: [ValidationFailure] = []
@@ -125,12 +150,15 @@ extension ManagedObjectContext {
         let coordinator = persistentStoreCoordinator
         for _ in 0..<10 {
             let plan = try makePlan()
+            activeSpan?.noteQuery(plan.statements.map(\.sql).joined(separator: "; "))
             let outcome = try await store { try await coordinator.execute(plan) }
             switch outcome {
             case .saved(let version):
+                noteWrittenRows()
                 finishSave(version: version ?? 0)
                 return
             case .conflicts(let conflicts):
+                noteConflicts(conflicts.map(\.0))
                 try resolve(conflicts)
                 if !hasChanges { return }
             }

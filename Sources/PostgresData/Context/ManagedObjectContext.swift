@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import OrderedCollections
 import PostgresClient
+import Tracing
 
 /// A scratchpad of managed objects: fetches them, tracks their changes, and saves those
 /// changes in one transaction.
@@ -82,6 +83,9 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     var filledBatches: [FaultingBatch] = []
     /// True while a fetch request that allows the replica runs.
     var replicaReadScope = false
+    /// The span of the fetch, count or save under way on the queue, which the statements it
+    /// sends describe (`db.query.text`).
+    var activeSpan: (any Span)?
 
     /// A context on its own queue (or the main queue) over `coordinator`; with `readOnly`, one
     /// that reads from the store's read replica and cannot save (see ``isReadOnly``).

@@ -23,6 +23,9 @@ public final class PersistentStoreCoordinator: Sendable {
         var tracksHistory: Bool
         var listener: RemoteChangeListener?
         var replica: ReadReplica?
+        /// The database's name (`db.namespace` in traces and metrics).
+        var namespace: String
+        var metrics: StoreMetrics
     }
 
     private let store = Locked<LoadedStore?>(nil)
@@ -115,6 +118,7 @@ public final class PersistentStoreCoordinator: Sendable {
         guard managedObjectModel.problems.isEmpty else { throw PostgresDataError.invalidModel(managedObjectModel.problems) }
         let pool = ConnectionPool(configuration: configuration, maximumConnections: options.maximumConnections,
                                   leaseTimeout: options.leaseTimeout, logger: logger)
+        let namespace = configuration.database ?? configuration.user ?? ""
         var replica: ReadReplica?
         do {
             let (sequences, start) = try await pool.withConnection(resettingSession: false) { connection in
@@ -139,7 +143,8 @@ public final class PersistentStoreCoordinator: Sendable {
             store.withLock {
                 $0 = LoadedStore(pool: pool, sequences: sequences, constraints: managedObjectModel.schemaConstraints,
                                  saveIsolation: options.saveIsolation, tracksHistory: options.persistentHistoryTracking,
-                                 listener: listener, replica: replica)
+                                 listener: listener, replica: replica, namespace: namespace,
+                                 metrics: StoreMetrics(namespace: namespace))
             }
         } catch {
             await replica?.pool.shutdown()
@@ -246,6 +251,12 @@ public final class PersistentStoreCoordinator: Sendable {
     /// automatically merge it, subscribers get it.
     func mergeRemoteChanges(_ result: PersistentHistoryResult) {
         guard let token = result.token else { return }
+        if let metrics = store.withLock({ $0?.metrics }) {
+            let now = Date()
+            for transaction in result.transactions {
+                metrics.recordRemoteChangeLag(.seconds(max(0, now.timeIntervalSince(transaction.timestamp))))
+            }
+        }
         let change = PersistentStoreRemoteChange(transactions: result.transactions, token: token)
         var payload = change.objectIDNotification()
         payload.walPosition = result.walPosition

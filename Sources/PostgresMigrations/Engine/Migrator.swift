@@ -92,17 +92,25 @@ public struct Migrator: Sendable {
     /// Applies pending migrations (up to `target`, inclusive), first finishing any
     /// non-transactional migration a previous run left half done. Returns what it applied.
     @discardableResult
+    ///
+    /// Traced (swift-distributed-tracing): a span `migrate up` around the run, and a child
+    /// span `migration <version>` per migration applied, with the database attributes
+    /// (`db.system`, `db.namespace`) and the migration's version, name and statement count.
     public func up(to target: MigrationVersion? = nil) async throws -> [Migration] {
-        try await locked { session in
-            let plan = try MigrationPlanner(migrations: directory.migrations, history: session.rows)
-                .upPlan(to: target, allowOutOfOrder: options.allowOutOfOrder)
-            // A file that cannot be split into statements stops the run before any migration applies.
-            for migration in plan { _ = try migration.up.statements(file: migration.fileName) }
-            for migration in plan {
-                let row = session.rows.first { $0.version == migration.version }
-                try await session.apply(migration, resumingFrom: row)
+        try await traced("migrate up") { _ in
+            try await locked { session in
+                let plan = try MigrationPlanner(migrations: directory.migrations, history: session.rows)
+                    .upPlan(to: target, allowOutOfOrder: options.allowOutOfOrder)
+                // A file that cannot be split into statements stops the run before any migration applies.
+                for migration in plan { _ = try migration.up.statements(file: migration.fileName) }
+                for migration in plan {
+                    let row = session.rows.first { $0.version == migration.version }
+                    try await traced("migration \(migration.version)", migration) { _ in
+                        try await session.apply(migration, resumingFrom: row)
+                    }
+                }
+                return plan
             }
-            return plan
         }
     }
 
@@ -110,13 +118,17 @@ public struct Migrator: Sendable {
     /// with its down section and history row removal in one transaction.
     @discardableResult
     public func down(steps: Int? = nil, to target: MigrationVersion? = nil) async throws -> [Migration] {
-        try await locked { session in
-            let plan = try MigrationPlanner(migrations: directory.migrations, history: session.rows).downPlan(steps: steps, to: target)
-            for (migration, _) in plan { _ = try migration.down?.statements(file: migration.fileName) }
-            for (migration, row) in plan {
-                try await session.revert(migration, row: row)
+        try await traced("migrate down") { _ in
+            try await locked { session in
+                let plan = try MigrationPlanner(migrations: directory.migrations, history: session.rows).downPlan(steps: steps, to: target)
+                for (migration, _) in plan { _ = try migration.down?.statements(file: migration.fileName) }
+                for (migration, row) in plan {
+                    try await traced("revert \(migration.version)", migration) { _ in
+                        try await session.revert(migration, row: row)
+                    }
+                }
+                return plan.map(\.0)
             }
-            return plan.map(\.0)
         }
     }
 
