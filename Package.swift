@@ -88,11 +88,13 @@ let package = Package(
         ),
         .executableTarget(
             name: "postgres-data-demo",
-            dependencies: ["PostgresData", "PostgresClient", "PostgresDataTesting", "TodoExample"]
+            dependencies: ["PostgresData", "PostgresClient", "PostgresDataTesting", "TodoExample",
+                           .product(name: "Logging", package: "swift-log")]
         ),
         .executableTarget(
             name: "postgres-data-bench",
-            dependencies: ["PostgresData", "PostgresClient", "PostgresDataTesting", "CLibPQ"]
+            dependencies: ["PostgresData", "PostgresClient", "PostgresDataTesting", "CLibPQ",
+                           .product(name: "Logging", package: "swift-log")]
         ),
         .testTarget(
             name: "PostgresClientTests",

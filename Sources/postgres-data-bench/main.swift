@@ -1,5 +1,6 @@
 import CLibPQ
 import Foundation
+import Logging
 import PostgresClient
 import PostgresData
 import PostgresDataTesting
@@ -12,6 +13,13 @@ import PostgresDataTesting
 // Without DATABASE_URL it starts a throwaway PostgreSQL with durable settings (fsync on).
 // Before each run freed memory goes back to the system (malloc_trim), so peaks are per run
 // and every run starts on a cold heap; BENCH_NO_TRIM=1 keeps the heap warm, as a server would.
+
+// The table is the output: the library's log speaks only of problems.
+LoggingSystem.bootstrap { label in
+    var handler = StreamLogHandler.standardError(label: label)
+    handler.logLevel = .warning
+    return handler
+}
 
 var rows = 1_000_000
 var runs = 5

@@ -1,8 +1,16 @@
 import Foundation
+import Logging
 
 // The README's first command (`make demo`): the seeds' story on 1,000,000 to-do items —
 // migrate, import with progress, fetch asynchronously with progress per batch, batch update,
 // cancel, resolve a merge conflict. DEMO_ROWS=N scales it.
+
+// The story prints its own progress: the library's log speaks only of problems.
+LoggingSystem.bootstrap { label in
+    var handler = StreamLogHandler.standardError(label: label)
+    handler.logLevel = .warning
+    return handler
+}
 
 let rowCount = Int(ProcessInfo.processInfo.environment["DEMO_ROWS"] ?? "") ?? 1_000_000
 let start = ContinuousClock.now
