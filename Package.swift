@@ -11,6 +11,8 @@ let package = Package(
         .library(name: "PostgresMigrations", targets: ["PostgresMigrations"]),
         .library(name: "PostgresDataTesting", targets: ["PostgresDataTesting"]),
         .library(name: "PostgresDataLifecycle", targets: ["PostgresDataLifecycle"]),
+        // The example app's model (the schema of migrations/), for the packages under Examples/.
+        .library(name: "TodoExample", targets: ["TodoExample"]),
         .executable(name: "postgres-data", targets: ["postgres-data"]),
         .executable(name: "postgres-data-demo", targets: ["postgres-data-demo"]),
         .executable(name: "postgres-data-bench", targets: ["postgres-data-bench"]),

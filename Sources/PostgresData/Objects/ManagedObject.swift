@@ -251,6 +251,18 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     /// True when the object was inserted, updated or deleted and not yet saved.
     public var hasChanges: Bool { isInsertedStorage || isDeletedStorage || isUpdated }
 
+    /// The version of the stored row the object's values come from — the one its next save
+    /// checks (PostgreSQL's `xmin`) — or nil for an object not saved yet. Reading it fills a
+    /// fault. It changes with every save of the row, so a server can send it as an `ETag` and
+    /// refuse (HTTP 409 or 412) a change whose `If-Match` names an older one.
+    ///
+    /// No Core Data equivalent: Core Data keeps the snapshot's version to itself.
+    public var rowVersion: UInt32? {
+        guard !isInsertedStorage, objectID.primaryKey != nil else { return nil }
+        willAccessValues()
+        return snapshot?.version
+    }
+
     var hasRelationshipChanges: Bool {
         relationshipSets.values.contains { !$0.added.isEmpty || !$0.removed.isEmpty }
     }

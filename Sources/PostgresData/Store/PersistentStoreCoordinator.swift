@@ -197,6 +197,23 @@ public final class PersistentStoreCoordinator: Sendable {
         return ManagedObjectID(entity: entity, primaryKey: key)
     }
 
+    /// The object ID of the row of `type` whose primary key is `primaryKey` (a key from a URL
+    /// path, say), or nil when the model has no entity for the class. Whether the row exists
+    /// is known on use: ``ManagedObjectContext/existingObject(with:)-5tqle`` throws
+    /// ``PostgresDataError/objectNotFound(_:)`` when it does not.
+    ///
+    /// Core Data has no equivalent: its IDs are opaque; PostgreSQL rows have keys.
+    public func managedObjectID<Entity: ManagedObject>(for type: Entity.Type, primaryKey: Int64) -> ManagedObjectID? {
+        managedObjectModel.entity(for: type).map { ManagedObjectID(entity: $0, primaryKey: primaryKey) }
+    }
+
+    /// The object ID of the row of the entity named `entityName` whose primary key is
+    /// `primaryKey`, or nil when the model has no such entity; see
+    /// ``managedObjectID(for:primaryKey:)``.
+    public func managedObjectID(entityName: String, primaryKey: Int64) -> ManagedObjectID? {
+        managedObjectModel.entitiesByName[entityName].map { ManagedObjectID(entity: $0, primaryKey: primaryKey) }
+    }
+
     func loaded() throws -> LoadedStore {
         guard let loaded = store.withLock({ $0 }) else { throw PostgresDataError.storeNotLoaded }
         return loaded
