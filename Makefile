@@ -1,7 +1,7 @@
 # The two commands of the README. Each installs what is missing (scripts/bootstrap.sh) and,
 # when DATABASE_URL is not set, starts a throwaway PostgreSQL of its own.
 
-.PHONY: demo test build docs clean
+.PHONY: demo test build docs clean example example-test
 
 demo:
 	@scripts/bootstrap.sh
@@ -12,6 +12,18 @@ test:
 	@scripts/bootstrap.sh --tests
 	swift build --build-tests
 	scripts/test.sh
+	$(MAKE) example-test
+
+# The example server (Examples/TodoServer, Hummingbird 2): its own package, so that users of
+# the library never build it. `make example` runs it on :8080 (DATABASE_URL, or a throwaway
+# PostgreSQL); `make example-test` runs its HTTP tests (part of `make test`).
+example:
+	@scripts/bootstrap.sh
+	cd Examples/TodoServer && swift run todo-server
+
+example-test:
+	@scripts/bootstrap.sh --tests
+	cd Examples/TodoServer && swift build --build-tests && ../../scripts/test.sh --skip-build
 
 build:
 	@scripts/bootstrap.sh

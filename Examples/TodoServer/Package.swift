@@ -33,7 +33,8 @@ let package = Package(
         .executableTarget(
             name: "todo-server",
             dependencies: ["TodoServer", .product(name: "Hummingbird", package: "hummingbird"),
-                           .product(name: "PostgresClient", package: "PostgresData")]
+                           .product(name: "PostgresClient", package: "PostgresData"),
+                           .product(name: "PostgresDataTesting", package: "PostgresData")]
         ),
         .testTarget(
             name: "TodoServerTests",
