@@ -44,3 +44,36 @@ import Testing
         #expect(Set([permanent, temporary, permanent]).count == 2)
     }
 }
+
+/// What a server needs to put an object in a URL and an ETag: its ID from a key, its row version.
+@Suite struct RowVersionTests {
+    @Test func anObjectsRowVersionIsTheRowsXminAndMovesWithEverySave() async throws {
+        let container = try await makeContainer()
+        let context = container.newBackgroundContext()
+        let (id, first) = try await context.perform {
+            let item = Item(context: context)
+            item.name = "versioned"
+            #expect(item.rowVersion == nil, "not saved yet")
+            try await context.save()
+            return (item.objectID, try #require(item.rowVersion))
+        }
+        let key = try #require(id.primaryKey)
+        #expect(try await container.rawIntegers("SELECT xmin::text::int8 FROM item WHERE id = \(key)") == [Int64(first)])
+        // The ID from the key alone, as from a URL path; a fault fills to tell its version.
+        let other = container.newBackgroundContext()
+        let fromKey = try #require(container.persistentStoreCoordinator.managedObjectID(for: Item.self, primaryKey: key))
+        #expect(fromKey == id)
+        #expect(container.persistentStoreCoordinator.managedObjectID(entityName: "Item", primaryKey: key) == id)
+        #expect(container.persistentStoreCoordinator.managedObjectID(entityName: "Nothing", primaryKey: key) == nil)
+        let second = try await other.perform {
+            let item = try #require(other.object(with: fromKey) as? Item)
+            #expect(item.isFault)
+            #expect(item.rowVersion == first)
+            item.weight = 5
+            try await other.save()
+            return try #require(item.rowVersion)
+        }
+        #expect(second != first)
+        #expect(try await container.rawIntegers("SELECT xmin::text::int8 FROM item WHERE id = \(key)") == [Int64(second)])
+    }
+}
