@@ -121,9 +121,10 @@ final class ContextQueue: TaskExecutor, @unchecked Sendable {
         }
     }
 
-    /// Submits a synchronous block and returns at once (a merge, a notification).
+    /// Submits a synchronous block and returns at once (a merge, a notification). Detached:
+    /// the submitter's task-locals (its span, its store access) are not the block's.
     func async(_ block: @escaping @Sendable () -> Void) {
-        Task(executorPreference: self) {
+        Task.detached(executorPreference: self) {
             await self.acquireTurn()
             block()
             self.releaseTurn()
