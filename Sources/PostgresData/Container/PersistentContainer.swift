@@ -28,7 +28,7 @@ public final class PersistentContainer: Sendable {
     /// A container for `model`; load its store before use. `logger` is the one every part
     /// of the store logs to: its pool (connections opened and closed, at `info`), its
     /// statements (at `debug`, and slow ones at `notice`: see
-    /// ``PostgresClient/Configuration/slowStatementThreshold``), the remote-change listener.
+    /// `Configuration.slowStatementThreshold`), the remote-change listener.
     public init(name: String, model: ManagedObjectModel, logger: Logger = Logger(label: "PostgresData")) {
         self.name = name
         self.managedObjectModel = model
