@@ -15,6 +15,8 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        // Only for the test that declares entities in a file importing PostgresNIO.
+        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
     ],
     targets: [
         .target(
@@ -45,6 +47,14 @@ let package = Package(
                 .product(name: "TodoExample", package: "PostgresData"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
+            ]
+        ),
+        .testTarget(
+            name: "PostgresNIOCoexistenceTests",
+            dependencies: [
+                .product(name: "PostgresData", package: "PostgresData"),
+                .product(name: "PostgresDataTesting", package: "PostgresData"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
             ]
         ),
     ],
