@@ -1,39 +1,6 @@
 import CLibPQ
 import Foundation
 
-/// A message sent with `NOTIFY channel, 'payload'` (or `pg_notify`).
-public struct PostgresNotification: Sendable, Hashable {
-    public var channel: String
-    public var payload: String
-    /// The server process that sent it.
-    public var senderPID: Int32
-}
-
-/// The notifications a connection receives, as an `AsyncSequence`.
-///
-/// ```swift
-/// let listener = try await Connection.connect(url: url)   // a dedicated connection
-/// try await listener.listen(on: "items_changed")
-/// for try await notification in listener.notifications() { print(notification.payload) }
-/// ```
-///
-/// Waiting does not occupy the connection: other statements (`LISTEN` on more channels,
-/// queries) can run on it meanwhile. The sequence ends with an error when the connection
-/// is lost, and ends when the task is cancelled.
-public struct NotificationSequence: AsyncSequence, Sendable {
-    public typealias Element = PostgresNotification
-    let connection: Connection
-
-    public func makeAsyncIterator() -> Iterator { Iterator(connection: connection) }
-
-    public struct Iterator: AsyncIteratorProtocol {
-        let connection: Connection
-        public mutating func next() async throws -> PostgresNotification? {
-            try await connection.nextNotification()
-        }
-    }
-}
-
 /// One suspended `next()` waiting for the socket to become readable.
 final class NotificationWaiter: @unchecked Sendable {
     private let lock = NSLock()

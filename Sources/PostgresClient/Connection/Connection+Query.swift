@@ -1,22 +1,6 @@
 import CLibPQ
 import Foundation
 
-/// Options for one statement.
-public struct QueryOptions: Sendable {
-    /// Cancels the statement (SQLSTATE 57014, ``PostgresError/Kind/timedOut``) when it runs longer.
-    public var timeout: Duration?
-    /// Binary (the default) or text results. Text returns every value in its canonical text
-    /// form, which can be read as `String` whatever its type.
-    public var resultFormat: PostgresFormat
-
-    public init(timeout: Duration? = nil, resultFormat: PostgresFormat = .binary) {
-        self.timeout = timeout
-        self.resultFormat = resultFormat
-    }
-
-    public static let `default` = QueryOptions()
-}
-
 extension Connection {
     /// Runs one statement with its values as bind parameters (`$1`, `$2`, …) and returns
     /// its rows in binary format.
@@ -115,13 +99,6 @@ extension Connection {
         if Task.isCancelled { token.cancel(.task) }
         return try body(token)
     }
-}
-
-/// A statement prepared on one connection with ``Connection/prepare(_:parameterTypes:)``.
-public struct PreparedStatement: Sendable {
-    public let name: String
-    public let sql: String
-    let connection: Connection
 }
 
 /// Quotes an identifier for SQL (`"order"`, `"My ""odd"" name"`); use it for names that

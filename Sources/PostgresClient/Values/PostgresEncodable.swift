@@ -21,12 +21,6 @@ extension PostgresEncodable {
     public var isPostgresNull: Bool { false }
 }
 
-/// A value that can also be an element of a one-dimensional PostgreSQL array.
-public protocol PostgresArrayElement: PostgresEncodable {
-    /// The array type whose elements are of ``PostgresEncodable/postgresType`` (`int4` → `int4[]`).
-    static var postgresArrayType: PostgresType { get }
-}
-
 extension Optional: PostgresEncodable where Wrapped: PostgresEncodable {
     public static var postgresType: PostgresType { Wrapped.postgresType }
     public func encode(into buffer: inout PostgresBuffer) throws {
@@ -37,12 +31,4 @@ extension Optional: PostgresEncodable where Wrapped: PostgresEncodable {
 
 extension Optional: PostgresArrayElement where Wrapped: PostgresArrayElement {
     public static var postgresArrayType: PostgresType { Wrapped.postgresArrayType }
-}
-
-/// SQL NULL of an unspecified type, for a parameter the server infers the type of.
-public struct PostgresNull: PostgresEncodable, Hashable {
-    public init() {}
-    public static var postgresType: PostgresType { .unspecified }
-    public func encode(into buffer: inout PostgresBuffer) {}
-    public var isPostgresNull: Bool { true }
 }

@@ -74,9 +74,3 @@ public struct PostgresType: RawRepresentable, Hashable, Sendable, CustomStringCo
         self == .text || self == .varchar || self == .bpchar || self == .name || self == .unknown
     }
 }
-
-/// Whether a value travels as text or in PostgreSQL's binary format.
-public enum PostgresFormat: Int32, Sendable {
-    case text = 0
-    case binary = 1
-}

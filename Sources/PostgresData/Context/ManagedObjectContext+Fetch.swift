@@ -381,7 +381,7 @@ extension ManagedObjectContext {
             let entity = batch.entity
             let coordinator = persistentStoreCoordinator
             let keys = missing
-            let rows = try runStore { try await coordinator.fetchSnapshots(entity, keys: keys) }
+            let rows = try blockingStore { try await coordinator.fetchSnapshots(entity, keys: keys) }
             _ = register(rows, entity: entity, asFaults: false)
         }
         if !batch.prefetching.isEmpty {

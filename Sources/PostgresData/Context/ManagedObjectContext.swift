@@ -307,8 +307,9 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
         assert(isOnQueue, "a context's objects and methods are used on its queue only: wrap the call in perform { } or performAndWait { }")
     }
 
-    /// Runs store work synchronously from the context's queue.
-    func runStore<T: Sendable>(_ operation: @escaping @Sendable () async throws -> T) throws -> T {
+    /// Runs store work from the context's queue, blocking its thread until the work ends (the
+    /// synchronous API; ``store(_:)`` suspends instead).
+    func blockingStore<T: Sendable>(_ operation: @escaping @Sendable () async throws -> T) throws -> T {
         let access = makeStoreAccess()
         guard access != nil else { return try BlockingBridge.run(operation) }
         return try BlockingBridge.run { try await access.run(operation) }

@@ -1,15 +1,5 @@
 import PostgresClient
 
-/// What a batch delete returns. Core Data equivalent: `NSBatchDeleteRequestResultType`.
-public enum BatchDeleteRequestResultType: Sendable, Hashable {
-    /// Only whether it ran.
-    case statusOnly
-    /// The IDs of the deleted rows, and of the rows the delete rules deleted or changed.
-    case objectIDs
-    /// The number of deleted rows.
-    case count
-}
-
 /// Deletes the matching rows of an entity in one `DELETE … RETURNING id` statement on the
 /// server, without loading them into a context.
 ///
@@ -68,28 +58,5 @@ public struct BatchDeleteRequest: Sendable {
         var compiler = PredicateSQL(entity: entity)
         let condition = try predicate.map { try compiler.condition($0.node) }
         return (condition, compiler.joins, compiler.bindings)
-    }
-}
-
-/// What a batch delete did.
-///
-/// Core Data equivalent: `NSBatchDeleteResult`.
-public struct BatchDeleteResult: Sendable {
-    /// The result type the request asked for.
-    public var resultType: BatchDeleteRequestResultType
-    /// How many rows of the entity were deleted.
-    public var count: Int
-    /// The deleted rows of the entity (``BatchDeleteRequestResultType/objectIDs``).
-    public var objectIDs: [ManagedObjectID]
-    /// Rows of other entities deleted by `cascade` rules.
-    public var cascadedObjectIDs: [ManagedObjectID]
-    /// Rows of other entities whose reference a `nullify` rule cleared.
-    public var nullifiedObjectIDs: [ManagedObjectID]
-}
-
-extension BatchDeleteResult {
-    /// The result of deleting nothing.
-    init(nothingFor request: BatchDeleteRequest) {
-        self.init(resultType: request.resultType, count: 0, objectIDs: [], cascadedObjectIDs: [], nullifiedObjectIDs: [])
     }
 }

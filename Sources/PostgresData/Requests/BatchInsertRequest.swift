@@ -1,28 +1,6 @@
 import Foundation
 import PostgresClient
 
-/// What a batch insert returns. Core Data equivalent: `NSBatchInsertRequestResultType`.
-public enum BatchInsertRequestResultType: Sendable, Hashable {
-    /// Only whether it ran.
-    case statusOnly
-    /// The IDs of the inserted (or upserted) rows.
-    case objectIDs
-    /// The number of inserted (or upserted) rows.
-    case count
-}
-
-/// What a batch insert does with a row that breaks a uniqueness constraint.
-public enum BatchInsertConflictPolicy: Sendable, Hashable {
-    /// The whole insert fails with an error naming the constraint (the default).
-    case error
-    /// The row is skipped (`ON CONFLICT DO NOTHING`).
-    case ignore
-    /// The existing row gets the values of **only the keys the row supplies**
-    /// (`ON CONFLICT (keys) DO UPDATE SET` of those keys); `conflictKeys` name the uniqueness
-    /// constraint (by default the entity's first one).
-    case update(conflictKeys: [String]? = nil)
-}
-
 /// Inserts many rows of one entity without a context: binary `COPY` when nothing has to
 /// come back, `INSERT … SELECT FROM unnest(…)` when IDs are wanted or conflicts handled.
 ///

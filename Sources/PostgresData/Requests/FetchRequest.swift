@@ -1,18 +1,5 @@
 import PostgresClient
 
-/// What kind of results a fetch returns. Core Data equivalent: `NSFetchRequestResultType`.
-public enum FetchRequestResultType: Sendable, Hashable {
-    /// Managed objects registered in the context.
-    case managedObject
-    /// Object IDs only (`Sendable`: hand them to other contexts).
-    case managedObjectID
-    /// One ``FetchedDictionary`` (or `[String: AttributeValue]`) per row or group, holding
-    /// ``FetchRequest/propertiesToFetch``.
-    case dictionary
-    /// The number of matching rows.
-    case count
-}
-
 /// A description of objects to fetch from the store.
 ///
 /// Core Data equivalent: `NSFetchRequest`. The predicate and sort descriptors compile to one

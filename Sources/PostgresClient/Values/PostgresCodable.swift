@@ -1,0 +1,2 @@
+/// A value, both encodable and decodable.
+public typealias PostgresCodable = PostgresEncodable & PostgresDecodable
