@@ -63,6 +63,14 @@ public struct PostgresBindings: Sendable {
         lengths.append(0)
     }
 
+    /// Parameter `index` (from 0): its type's OID and its binary value, nil for NULL. For
+    /// tests of the planners, which read back what a statement would send.
+    package func parameter(at index: Int) -> (type: UInt32, bytes: [UInt8]?) {
+        guard offsets[index] >= 0 else { return (types[index], nil) }
+        let start = Int(offsets[index])
+        return (types[index], Array(buffer.bytes[start..<start + Int(lengths[index])]))
+    }
+
     /// Calls `body` with the arrays `PQsendQueryParams` takes: types, values, lengths, formats.
     func withUnsafeParameters<R>(
         _ body: (Int32, UnsafePointer<Oid>?, UnsafePointer<UnsafePointer<CChar>?>?, UnsafePointer<Int32>?,

@@ -16,28 +16,22 @@ extension PersistentStoreCoordinator {
     /// and the `DELETE … RETURNING id`, in one transaction (with `history`, also the history
     /// of every row deleted or nullified).
     func execute(_ request: BatchDeleteRequest, entity: EntityDescription, history: HistoryRecord.Origin?) async throws -> BatchDeleteResult {
-        let (condition, joins, bindings) = try request.condition(for: entity)
-        let table = quoteIdentifier(entity.tableName)
-        var filter = ""
-        if let condition {
-            filter = joins.isEmpty ? " WHERE \(condition)"
-                : " WHERE t.\"id\" IN (SELECT t.\"id\" FROM \(table) AS t \(joins.joined(separator: " ")) WHERE \(condition))"
-        }
+        let plan = try BatchDeletePlan(request, entity: entity)
         var result = BatchDeleteResult(nothingFor: request)
         guard request.resultType == .objectIDs || !request.contextsToMerge.isEmpty || history != nil else {
             result.count = try await withWriteConnection { connection in
-                let rows = try await connection.query("WITH d AS (DELETE FROM \(table) AS t\(filter) RETURNING 1) SELECT count(*) FROM d", bindings: bindings)
+                let rows = try await connection.query(plan.countingDelete, bindings: plan.bindings)
                 return Int(try rows[0].decode(Int64.self, at: 0))
             }
             return result
         }
         return try await withWriteConnection { connection in
             try await connection.withTransaction { connection in
-                let keys = try await connection.query("SELECT t.\"id\" FROM \(table) AS t\(filter) FOR UPDATE OF t", bindings: bindings)
+                let keys = try await connection.query(plan.lockingSelect, bindings: plan.bindings)
                     .map { try $0.decode(Int64.self, at: 0) }
                 var reached = Set(keys.map { ManagedObjectID(entity: entity, primaryKey: $0) })
                 try await Self.reach(from: entity, keys: keys, on: connection, result: &result, seen: &reached)
-                let deleted = try await connection.query("DELETE FROM \(table) AS t WHERE t.\"id\" = ANY($1) RETURNING t.\"id\"", keys)
+                let deleted = try await connection.query(plan.deleteByKeys, keys)
                 result.objectIDs = try deleted.map { ManagedObjectID(entity: entity, primaryKey: try $0.decode(Int64.self, at: 0)) }
                 result.count = result.objectIDs.count
                 if let history {
@@ -60,9 +54,7 @@ extension PersistentStoreCoordinator {
             guard case .inverseForeignKey = entity.storage(of: index), let rule = entity.properties[index].relationship?.deleteRule,
                   rule == .cascade || rule == .nullify else { continue }
             let destination = entity.destination(of: index)
-            let column = quoteIdentifier(destination.columnName(of: entity.inverseIndex(of: index)))
-            let found = try await connection.query(
-                "SELECT \"id\" FROM \(quoteIdentifier(destination.tableName)) WHERE \(column) = ANY($1) FOR UPDATE", keys)
+            let found = try await connection.query(BatchDeletePlan.reachingSelect(from: entity, relationship: index), keys)
                 .map { ManagedObjectID(entity: destination, primaryKey: try $0.decode(Int64.self, at: 0)) }
             let new = found.filter { seen.insert($0).inserted }
             if rule == .cascade {
