@@ -63,3 +63,17 @@ import Testing
         #expect(throws: PostgresDataError.self) { try request.sql(for: item, columns: "t.\"id\"") }
     }
 }
+
+/// Rows by key and related rows without a server.
+@Suite struct RelationshipFetchPlanTests {
+    @Test func faultsAndPrefetchesReadByKeyArrays() throws {
+        let list = testModel.entitiesByName["TodoList"]!
+        let player = testModel.entitiesByName["Player"]!
+        #expect(RelationshipFetchPlan.rows(of: list) == #"SELECT t."id", t.xmin, t."title" FROM "todo_list" AS t WHERE t."id" = ANY($1)"#)
+        let items = try #require(list.propertyIndex(named: "items"))
+        // The owner's key follows the destination's columns (here the same foreign key again).
+        #expect(RelationshipFetchPlan.ownedRows(of: list, relationship: items) == #"SELECT t."id", t.xmin, t."name", t."created_at", t."done", t."weight", t."notes", t."list_id", t."list_id" FROM "item" AS t WHERE t."list_id" = ANY($1) ORDER BY t."id""#)
+        let tags = try #require(player.propertyIndex(named: "tags"))
+        #expect(RelationshipFetchPlan.ownedRows(of: player, relationship: tags) == #"SELECT t."id", t.xmin, t."label", l."player_id" FROM "player_tags" AS l JOIN "tag" AS t ON t."id" = l."tag_id" WHERE l."player_id" = ANY($1) ORDER BY t."id""#)
+    }
+}

@@ -72,3 +72,27 @@ import Testing
         #expect(plan.statements.allSatisfy { $0.verification == nil && !$0.sql.hasPrefix("WITH") })
     }
 }
+
+/// Key allocation without a server: one statement for every entity that needs keys.
+@Suite struct KeyAllocationTests {
+    let item = testModel.entitiesByName["Item"]!
+    let team = testModel.entitiesByName["Team"]!
+
+    var sequences: [String] {
+        testModel.entities.map { "public.\($0.tableName)_id_seq" }
+    }
+
+    @Test func oneStatementTakesEachEntitysKeysFromItsSequence() throws {
+        let allocation = try #require(try KeyAllocation([(item, 3), (team, 0), (team, 2)], sequences: sequences))
+        #expect(allocation.sql == #"SELECT 0::int4, array_agg(nextval('public.item_id_seq'::regclass)) FROM generate_series(1, $1) UNION ALL SELECT 1::int4, array_agg(nextval('public.team_id_seq'::regclass)) FROM generate_series(1, $2)"#)
+        #expect(boundValues(allocation.bindings) == ["int8 3", "int8 2"])
+        let keys = allocation.keys(from: [(1, [9, 8]), (0, [4, 5, 6]), (7, [1])])
+        #expect(keys[item] == [4, 5, 6])
+        #expect(keys[team] == [8, 9], "sorted when the server's order was not ascending")
+        #expect(keys.count == 2, "a position the statement never had is ignored")
+    }
+
+    @Test func nothingToAllocateIsNoStatement() throws {
+        #expect(try KeyAllocation([(item, 0)], sequences: sequences) == nil)
+    }
+}

@@ -334,14 +334,7 @@ extension ManagedObjectContext {
                 let owners = objects.filter { !$0.isInsertedStorage && $0.objectID.primaryKey != nil && $0.relationshipSets[index] == nil }
                 guard !owners.isEmpty else { break }
                 let ownerKeys = owners.compactMap(\.objectID.primaryKey)
-                let select = PersistentStoreCoordinator.selectList(destination)
-                let sql: String
-                if case .joinTable(let join) = entity.storage(of: index) {
-                    sql = "SELECT \(select), l.\(quoteIdentifier(join.sourceColumn)) FROM \(quoteIdentifier(join.name)) AS l JOIN \(quoteIdentifier(destination.tableName)) AS t ON t.\"id\" = l.\(quoteIdentifier(join.destinationColumn)) WHERE l.\(quoteIdentifier(join.sourceColumn)) = ANY($1) ORDER BY t.\"id\""
-                } else {
-                    let column = quoteIdentifier(destination.columnName(of: entity.inverseIndex(of: index)))
-                    sql = "SELECT \(select), t.\(column) FROM \(quoteIdentifier(destination.tableName)) AS t WHERE t.\(column) = ANY($1) ORDER BY t.\"id\""
-                }
+                let sql = RelationshipFetchPlan.ownedRows(of: entity, relationship: index)
                 let bindings = try PostgresBindings(ownerKeys)
                 let rows = try await store { try await coordinator.fetchOwnedSnapshots(sql: sql, bindings: bindings, entity: destination) }
                 related = register(rows.map { ($0.key, $0.snapshot) }, entity: destination, asFaults: false)

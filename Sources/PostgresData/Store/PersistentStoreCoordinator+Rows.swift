@@ -91,8 +91,7 @@ extension PersistentStoreCoordinator {
     }
 
     static func fetchSnapshots(_ entity: EntityDescription, keys: [Int64], on connection: Connection) async throws -> [(Int64, RowSnapshot)] {
-        let result = try await connection.query(
-            "SELECT \(selectList(entity)) FROM \(quoteIdentifier(entity.tableName)) AS t WHERE t.\"id\" = ANY($1)", keys)
+        let result = try await connection.query(RelationshipFetchPlan.rows(of: entity), keys)
         return try SnapshotDecoder.snapshots(of: result, entity: entity)
     }
 
@@ -192,30 +191,12 @@ extension PersistentStoreCoordinator {
     /// Allocates primary keys from the entities' identity sequences, in one round trip for
     /// all of them: `SELECT n, array_agg(nextval(seq)) FROM generate_series(1, count) … UNION ALL …`.
     func allocateKeys(_ counts: [(EntityDescription, Int)]) async throws -> [EntityDescription: [Int64]] {
-        let wanted = counts.filter { $0.1 > 0 }
-        guard !wanted.isEmpty else { return [:] }
-        let loaded = try loaded()
-        var bindings = PostgresBindings()
-        var parts: [String] = []
-        for (position, (entity, count)) in wanted.enumerated() {
-            // The sequence's name comes from the catalog (pg_get_serial_sequence), not from
-            // input; as a literal it is resolved once, where a `$n::regclass` parameter would
-            // be looked up again for every row.
-            try bindings.append(Int64(count))
-            let sequence = SchemaPlan.quoteLiteral(loaded.sequences[entity.modelIndex])
-            parts.append("SELECT \(position)::int4, array_agg(nextval(\(sequence)::regclass)) FROM generate_series(1, $\(bindings.count))")
-        }
+        guard counts.contains(where: { $0.1 > 0 }),
+              let allocation = try KeyAllocation(counts, sequences: try loaded().sequences) else { return [:] }
         let rows = try await withConnection { connection in
-            try await connection.query(parts.joined(separator: " UNION ALL "), bindings: bindings)
-                .map { try $0.decode((Int32, [Int64]).self) }
+            try await connection.query(allocation.sql, bindings: allocation.bindings).map { try $0.decode((Int32, [Int64]).self) }
         }
-        var result: [EntityDescription: [Int64]] = [:]
-        for (position, keys) in rows {
-            // array_agg keeps the order of generate_series: already ascending, checked cheaply.
-            let ascending = zip(keys, keys.dropFirst()).allSatisfy { $0 < $1 }
-            result[wanted[Int(position)].0] = ascending ? keys : keys.sorted()
-        }
-        return result
+        return allocation.keys(from: rows)
     }
 
     /// Runs a save plan in one transaction. Version-checked statements that miss rows roll
