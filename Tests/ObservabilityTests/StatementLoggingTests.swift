@@ -40,11 +40,11 @@ final class LogRecorder: LogHandler, @unchecked Sendable {
     @Test func statementsAreLoggedAtDebugWithTheirTextAndParameterCountNeverTheirValues() async throws {
         let recorder = LogRecorder()
         var configuration = try await TestDatabase.server()
-        configuration.slowStatementThreshold = .milliseconds(80)
+        configuration.slowStatementThreshold = .milliseconds(500)
         let pool = ConnectionPool(configuration: configuration, maximumConnections: 1, name: "logged", logger: recorder.logger())
         try await pool.withConnection { connection in
             _ = try await connection.query("SELECT $1::text, $2::int8", "a-secret-value", 42)
-            _ = try await connection.query("SELECT pg_sleep(0.15)")
+            _ = try await connection.query("SELECT pg_sleep(0.6)")
         }
         await pool.shutdown()
         let records = recorder.records
@@ -54,9 +54,9 @@ final class LogRecorder: LogHandler, @unchecked Sendable {
         if let password = configuration.password {
             #expect(records.allSatisfy { !$0.everything.contains(password) }, "the password never reaches the log")
         }
+        // Only statements past the threshold (the quick one, even on a loaded machine, stays under 500 ms).
         let slow = records.filter { $0.level == .notice && $0.message == "slow statement" }
-        #expect(slow.count == 1)
-        #expect(slow.first?.metadata["db.query.text"] == "SELECT pg_sleep(0.15)")
+        #expect(slow.map { $0.metadata["db.query.text"] } == ["SELECT pg_sleep(0.6)"])
         #expect(records.contains { $0.level == .info && $0.message == "opened a pooled connection" && $0.metadata["db.client.connection.pool.name"] == "logged" })
         #expect(records.contains { $0.level == .info && $0.message == "closing a pooled connection" })
     }
