@@ -32,7 +32,9 @@ struct StreamingTests {
             #expect(sum == 500_000_500_000)
             #expect(batches == 100)
             let growth = peak - before
-            #expect(growth < 120 * 1024 * 1024, "resident memory grew by \(growth / 1_048_576) MiB")
+            // Held at once the rows take ≈ 400 MB; streamed, a batch of 4 MB. The bound leaves room
+            // for the tests that run beside this one (resident memory is the process's).
+            #expect(growth < 200 * 1024 * 1024, "resident memory grew by \(growth / 1_048_576) MiB")
             #expect(await connection.transactionStatus == .idle, "the stream's own transaction was closed")
         }
     }

@@ -33,7 +33,8 @@ struct NetworkPartitionTests {
 
         // A statement under way when the network goes: its answer never comes.
         let clock = ContinuousClock()
-        let waiting = Task { try await pool.withConnection { try await $0.query("SELECT pg_sleep(2)") } }
+        // Long enough to be still under way however loaded the machine: the partition ends it.
+        let waiting = Task { try await pool.withConnection { try await $0.query("SELECT pg_sleep(60)") } }
         let observer = try await Connection.connect(server.configuration)  // over the Unix socket: not partitioned
         try await Deadline.poll("pg_sleep under way") {
             try await observer.query("SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'PgSleep'")[0].decode(Int64.self, at: 0) == 1

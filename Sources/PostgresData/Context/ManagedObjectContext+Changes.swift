@@ -1,0 +1,97 @@
+import Dispatch
+import Foundation
+import Logging
+import OrderedCollections
+import PostgresClient
+import Tracing
+
+/// Inserting and deleting objects, and the changes pending a save.
+extension ManagedObjectContext {
+    /// Registers a new object as inserted; its row is written by the next save.
+    ///
+    /// Core Data equivalent: `insert(_:)`. ``ManagedObject/init(context:)`` calls it.
+    public func insert(_ object: ManagedObject) {
+        assertOnQueue()
+        let key = ObjectIdentifier(object)
+        if object.isDeletedStorage, deletedSet[key] != nil {
+            deletedSet[key] = nil
+            object.isDeletedStorage = false
+            return
+        }
+        let model = persistentStoreCoordinator.managedObjectModel
+        if !model.owns(object.entity), object.objectID.primaryKey == nil,
+           let own = model.entitiesByName[object.entity.name], own.managedObjectClass == object.entity.managedObjectClass {
+            // Made with the description of another model (`Item.entity()` when the class is in
+            // two models): it becomes an object of this context's model.
+            object.objectID = .temporary(for: own)
+        }
+        if object.objectID.isUnassigned { object.objectID = .temporary(for: object.entity) }
+        guard registered[object.objectID] == nil else { return }
+        if object.values.isEmpty { object.values = PropertyValues(object.entity.placeholderValues) }
+        object.isFaultStorage = false
+        object.managedObjectContext = self
+        object.isInsertedStorage = true
+        registered.insert(object)
+        insertedSet[key] = object
+        pendingChanges.inserted.append(object.objectID)
+    }
+
+    /// Marks an object deleted and applies the delete rules of its relationships (nullify
+    /// inverses, cascade); `deny` is checked when saving. The row goes at the next save.
+    ///
+    /// Core Data equivalent: `delete(_:)`.
+    public func delete(_ object: ManagedObject) {
+        assertOnQueue()
+        guard object.managedObjectContext === self, !object.isDeletedStorage else { return }
+        let key = ObjectIdentifier(object)
+        object.willAccessValues()
+        object.isDeletedStorage = true
+        updatedSet[key] = nil
+        if insertedSet.removeValue(forKey: key) != nil {
+            applyDeleteRules(of: object)
+            registered.remove(object.objectID)
+            object.managedObjectContext = nil
+            return
+        }
+        deletedSet[key] = object
+        pendingChanges.deleted.insert(object.objectID)
+        applyDeleteRules(of: object)
+    }
+
+    /// Called by objects whose values changed.
+    func didChange(_ object: ManagedObject) {
+        let key = ObjectIdentifier(object)
+        guard !object.isInsertedStorage, !object.isDeletedStorage else { return }
+        if object.isUpdated {
+            updatedSet[key] = object
+            pendingChanges.updated.insert(object.objectID)
+        } else {
+            updatedSet[key] = nil
+        }
+    }
+
+    /// True when the context has unsaved inserts, updates or deletes.
+    public var hasChanges: Bool {
+        assertOnQueue()
+        return !insertedSet.isEmpty || !updatedSet.isEmpty || !deletedSet.isEmpty
+    }
+
+    /// Objects inserted and not yet saved.
+    public var insertedObjects: Set<ManagedObject> { Set(insertedSet.values) }
+    /// Objects with unsaved changes.
+    public var updatedObjects: Set<ManagedObject> { Set(updatedSet.values) }
+    /// Objects deleted and not yet saved.
+    public var deletedObjects: Set<ManagedObject> { Set(deletedSet.values) }
+
+    /// Runs an object setter that cannot throw; an error is kept and thrown by the next save.
+    func recordingErrors(_ body: () throws -> Void) {
+        do {
+            try body()
+        } catch let error as PostgresDataError {
+            persistentStoreCoordinator.logger.error("\(error)")
+            recordedErrors.append(error)
+        } catch {
+            recordedErrors.append(.invalidRequest("\(error)"))
+        }
+    }
+}

@@ -1,0 +1,161 @@
+import Dispatch
+import Foundation
+import Logging
+import OrderedCollections
+import PostgresClient
+import Tracing
+
+/// Registered objects: the identity map seen from outside, and fetched rows entering it.
+extension ManagedObjectContext {
+    /// Every object registered in the context.
+    public var registeredObjects: Set<ManagedObject> { Set(registered.objects) }
+
+    /// The object with `objectID` if it is registered in this context, else nil (no query).
+    ///
+    /// Core Data equivalent: `registeredObject(for:)`.
+    public func registeredObject(for objectID: ManagedObjectID) -> ManagedObject? {
+        assertOnQueue()
+        return registered[objectID]
+    }
+
+    /// The object with `objectID`: the registered one, or a new fault; never a query.
+    ///
+    /// Core Data equivalent: `object(with:)`. Touching a property of a fault whose row is
+    /// gone fails; use ``existingObject(with:)-5tqle`` when the row may be missing.
+    public func object(with objectID: ManagedObjectID) -> ManagedObject {
+        assertOnQueue()
+        if let object = registered[objectID] { return object }
+        let object = ManagedObject.makeFault(of: objectID.entity)
+        object.objectID = objectID
+        object.managedObjectContext = self
+        registered.insert(object)
+        return object
+    }
+
+    /// The object with `objectID`, its values loaded; throws
+    /// ``PostgresDataError/objectNotFound(_:)`` when its row does not exist.
+    ///
+    /// Core Data equivalent: `existingObject(with:)`.
+    public func existingObject(with objectID: ManagedObjectID) throws -> ManagedObject {
+        assertOnQueue()
+        return try BlockingBridge.run { try await self.existingObject(with: objectID) }
+    }
+
+    /// The object with `objectID`, its values loaded, as ``existingObject(with:)`` returns it,
+    /// suspending the calling task while the database is asked.
+    ///
+    /// Core Data equivalent: `existingObject(with:)`.
+    public func existingObject(with objectID: ManagedObjectID) async throws -> ManagedObject {
+        assertOnQueue()
+        if inaccessibleIDs.contains(objectID) { throw PostgresDataError.objectNotFound(objectID) }
+        if let object = registered[objectID], !object.isFault { return object }
+        if objectID.isTemporaryID && parent == nil { throw PostgresDataError.objectNotFound(objectID) }
+        let object = self.object(with: objectID)
+        if let row = rowWithoutQuery(for: object) {
+            fill(object, snapshot: row)
+            return object
+        }
+        guard let snapshot = try await loadValues(for: objectID) else {
+            if object.isFault { unregister([object]) }
+            throw PostgresDataError.objectNotFound(objectID)
+        }
+        fill(object, snapshot: snapshot)
+        return object
+    }
+
+    /// Registers fetched rows: new objects for unknown IDs, fresh values for faults; objects
+    /// already holding values keep them (and their unsaved changes).
+    ///
+    /// Faults (`asFaults`) find their rows in the row cache; with `sharesRows` false, objects
+    /// filled here hold their rows themselves and the row cache is not touched.
+    /// Rows `fromReplica` never enter the row cache (they may be older than its rows): their
+    /// objects hold them.
+    func register(_ rows: [(Int64, RowSnapshot)], entity: EntityDescription, asFaults requestedFaults: Bool = false,
+                  sharesRows: Bool = true, fromReplica: Bool? = nil) -> [ManagedObject] {
+        let fromReplica = fromReplica ?? readsFromReplica
+        let asFaults = requestedFaults && !fromReplica
+        let shares = (sharesRows || asFaults) && !fromReplica
+        var objects: [ManagedObject] = []
+        objects.reserveCapacity(rows.count)
+        var cached: [(ManagedObjectID, RowSnapshot)] = []
+        if shares { cached.reserveCapacity(rows.count) }
+        registered.reserve(rows.count)
+        var refreshed: [(ManagedObjectID, RowSnapshot)] = []
+        for (key, row) in rows {
+            let id = ManagedObjectID(entity: entity, primaryKey: key)
+            // Objects are filled with decoded rows; faults leave theirs as they came.
+            let snapshot = asFaults ? row : row.decoded()
+            let (object, isNew) = registered.object(for: id) {
+                makeRegisteredObject(id, entity: entity, snapshot: snapshot, asFaults: asFaults)
+            }
+            objects.append(object)
+            if isNew {
+                if shares {
+                    object.holdsCacheReference = true
+                    cached.append((id, snapshot))
+                }
+            } else if object.isFaultStorage && asFaults {
+                object.pendingRow = nil
+                if object.holdsCacheReference {
+                    refreshed.append((id, snapshot))
+                } else {
+                    cached.append((id, snapshot))
+                    object.holdsCacheReference = true
+                }
+            } else if object.isFaultStorage {
+                object.fill(with: snapshot)
+                if shares && !object.holdsCacheReference {
+                    cached.append((id, snapshot))
+                    object.holdsCacheReference = true
+                }
+            }
+        }
+        let cache = persistentStoreCoordinator.rowCache
+        if !cached.isEmpty { cache.retain(cached) }
+        if !refreshed.isEmpty { cache.update(refreshed) }
+        return objects
+    }
+
+    /// Registers a batch of an asynchronous fetch of faults: each new fault keeps its row,
+    /// still encoded, to itself (``ManagedObject/pendingRow``), and the row cache is not
+    /// touched — a million faults cost a million objects and identity-map entries, nothing
+    /// more. A registered fault takes the newer row; objects holding values keep them (and
+    /// their unsaved changes).
+    func registerFaults(_ rows: EncodedRows, entity: EntityDescription) -> [ManagedObject] {
+        var objects: [ManagedObject] = []
+        objects.reserveCapacity(rows.count)
+        registered.reserve(rows.count)
+        var released: [ManagedObjectID] = []
+        for (index, key) in rows.keys.enumerated() {
+            let id = ManagedObjectID(entity: entity, primaryKey: key)
+            let (object, isNew) = registered.object(for: id) {
+                let object = ManagedObject.makeFault(of: entity)
+                object.objectID = id
+                object.contextStorage = self
+                object.pendingRow = rows.snapshot(at: index)
+                return object
+            }
+            objects.append(object)
+            if !isNew && object.isFaultStorage {
+                if object.holdsCacheReference {
+                    object.holdsCacheReference = false
+                    released.append(id)
+                }
+                object.pendingRow = rows.snapshot(at: index)
+            }
+        }
+        if !released.isEmpty { persistentStoreCoordinator.rowCache.release(released) }
+        return objects
+    }
+
+    /// A new object of this context for a fetched row: a fault, or holding the row's values.
+    @inline(__always)
+    private func makeRegisteredObject(_ id: ManagedObjectID, entity: EntityDescription, snapshot: RowSnapshot,
+                                      asFaults: Bool) -> ManagedObject {
+        let object = ManagedObject.makeFault(of: entity)
+        object.objectID = id
+        object.managedObjectContext = self
+        if !asFaults { object.fill(with: snapshot) }
+        return object
+    }
+}

@@ -1,0 +1,107 @@
+import Dispatch
+import Foundation
+import Logging
+import OrderedCollections
+import PostgresClient
+import Tracing
+
+/// Discarding changes: rollback, reset, refresh, and the object states they restore.
+extension ManagedObjectContext {
+    /// Discards every unsaved change: inserted objects leave, deleted ones come back, updated
+    /// ones return to their committed values.
+    ///
+    /// Core Data equivalent: `rollback()`.
+    public func rollback() {
+        assertOnQueue()
+        for object in insertedSet.values {
+            registered.remove(object.objectID)
+            object.managedObjectContext = nil
+            object.isInsertedStorage = false
+            object.isDeletedStorage = true
+        }
+        for object in Array(updatedSet.values) + Array(deletedSet.values) {
+            object.isDeletedStorage = false
+            revertToSnapshot(object)
+        }
+        registered.forEach { object in
+            if !object.relationshipSets.isEmpty { object.relationshipSets = [:] }
+        }
+        insertedSet = [:]
+        updatedSet = [:]
+        deletedSet = [:]
+        recordedErrors = []
+        unfilledFaults = []
+        faultErrors = []
+        inaccessibleIDs = []
+        pendingChanges = PendingChanges()
+    }
+
+    /// Forgets every registered object and unsaved change; objects held elsewhere become
+    /// unusable. Core Data equivalent: `reset()`.
+    public func reset() {
+        assertOnQueue()
+        unregisterAll()
+        insertedSet = [:]
+        updatedSet = [:]
+        deletedSet = [:]
+        recordedErrors = []
+        unfilledFaults = []
+        faultErrors = []
+        inaccessibleIDs = []
+        pendingChanges = PendingChanges()
+        filledBatches = []
+    }
+
+    /// Updates an object from the store: without `mergeChanges` its unsaved changes are
+    /// discarded and it becomes a fault; with it, the newest committed values are loaded and
+    /// the unsaved changes applied on top.
+    ///
+    /// Core Data equivalent: `refresh(_:mergeChanges:)`.
+    public func refresh(_ object: ManagedObject, mergeChanges: Bool) {
+        assertOnQueue()
+        guard object.managedObjectContext === self, !object.isInsertedStorage else { return }
+        if !mergeChanges || !object.hasChanges {
+            updatedSet[ObjectIdentifier(object)] = nil
+            turnIntoFault(object)
+            return
+        }
+        let id = object.objectID
+        if let snapshot = try? BlockingBridge.run({ try await self.loadValues(for: id, preferCache: false) }) {
+            rebase(object, onto: snapshot, keepLocalChanges: true)
+        }
+    }
+
+    func turnIntoFault(_ object: ManagedObject) {
+        object.values = []
+        object.snapshot = nil
+        object.changedProperties.removeAll()
+        object.relationshipSets = [:]
+        object.isFaultStorage = true
+        if object.holdsCacheReference {
+            persistentStoreCoordinator.rowCache.release(CollectionOfOne(object.objectID))
+            object.holdsCacheReference = false
+        }
+    }
+
+    func revertToSnapshot(_ object: ManagedObject) {
+        if let snapshot = object.snapshot {
+            object.fill(with: snapshot)
+        }
+        object.changedProperties.removeAll()
+        object.relationshipSets = [:]
+    }
+
+    /// Puts an object on a newer committed state, keeping its local changes when asked.
+    func rebase(_ object: ManagedObject, onto newer: RowSnapshot, keepLocalChanges: Bool) {
+        let snapshot = newer.decoded()
+        let local = keepLocalChanges ? object.changedProperties : PropertySet()
+        var merged = snapshot.values
+        for index in local where index < object.values.count { merged[index] = object.values[index] }
+        object.values = merged
+        object.snapshot = snapshot
+        object.changedProperties.removeAll()
+        for index in local where merged[index] != snapshot.values[index] { object.changedProperties.insert(index) }
+        object.isFaultStorage = false
+        didChange(object)
+    }
+}
