@@ -26,14 +26,7 @@ extension ManagedObjectContext {
         registered.forEach { object in
             if !object.relationshipSets.isEmpty { object.relationshipSets = [:] }
         }
-        insertedSet = [:]
-        updatedSet = [:]
-        deletedSet = [:]
-        recordedErrors = []
-        unfilledFaults = []
-        faultErrors = []
-        inaccessibleIDs = []
-        pendingChanges = PendingChanges()
+        forgetChanges()
     }
 
     /// Forgets every registered object and unsaved change; objects held elsewhere become
@@ -41,6 +34,12 @@ extension ManagedObjectContext {
     public func reset() {
         assertOnQueue()
         unregisterAll()
+        forgetChanges()
+        filledBatches = []
+    }
+
+    /// Empties the unsaved changes, the recorded errors and the pending notifications.
+    private func forgetChanges() {
         insertedSet = [:]
         updatedSet = [:]
         deletedSet = [:]
@@ -49,7 +48,6 @@ extension ManagedObjectContext {
         faultErrors = []
         inaccessibleIDs = []
         pendingChanges = PendingChanges()
-        filledBatches = []
     }
 
     /// Updates an object from the store: without `mergeChanges` its unsaved changes are
