@@ -202,7 +202,9 @@ import Tracing
             Ledger(context: context).code = "remote"
             try await context.save()
         }
-        for await change in changes where !change.transactions.isEmpty { break }
+        try await Deadline.within(.seconds(30), "the remote change") {
+            for await change in changes where !change.transactions.isEmpty { break }
+        }
         let lag = try metrics.expectTimer("postgresdata.remote_change.lag", dimensions(configuration))
         #expect(lag.values.count >= 1)
         #expect(lag.values.allSatisfy { $0 >= 0 && $0 < 60_000_000_000 }, "\(lag.values)")
