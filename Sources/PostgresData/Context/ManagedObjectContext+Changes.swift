@@ -34,6 +34,8 @@ extension ManagedObjectContext {
         registered.insert(object)
         insertedSet[key] = object
         pendingChanges.inserted.append(object.objectID)
+        hookChanges?.append(object)
+        object.awakeFromInsert()
     }
 
     /// Marks an object deleted and applies the delete rules of its relationships (nullify
@@ -45,6 +47,8 @@ extension ManagedObjectContext {
         guard object.managedObjectContext === self, !object.isDeletedStorage else { return }
         let key = ObjectIdentifier(object)
         object.willAccessValues()
+        object.prepareForDeletion()
+        hookChanges?.append(object)
         object.isDeletedStorage = true
         updatedSet[key] = nil
         if insertedSet.removeValue(forKey: key) != nil {
@@ -60,6 +64,7 @@ extension ManagedObjectContext {
 
     /// Called by objects whose values changed.
     func didChange(_ object: ManagedObject) {
+        hookChanges?.append(object)
         let key = ObjectIdentifier(object)
         guard !object.isInsertedStorage, !object.isDeletedStorage else { return }
         if object.isUpdated {
@@ -68,6 +73,11 @@ extension ManagedObjectContext {
         } else {
             updatedSet[key] = nil
         }
+    }
+
+    /// The objects a save writes: inserted, then updated, then deleted.
+    func changedObjectsInSaveOrder() -> [ManagedObject] {
+        Array(insertedSet.values) + Array(updatedSet.values) + Array(deletedSet.values)
     }
 
     /// True when the context has unsaved inserts, updates or deletes.

@@ -165,6 +165,7 @@ extension ManagedObjectContext {
             persistentStoreCoordinator.rowCache.retain(CollectionOfOne((object.objectID, snapshot)))
             object.holdsCacheReference = true
         }
+        object.awakeFromFetch()
     }
 
     /// The committed state of an object, decoded: the parent's view for a child context,

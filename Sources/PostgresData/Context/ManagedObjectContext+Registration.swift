@@ -81,6 +81,9 @@ extension ManagedObjectContext {
         if shares { cached.reserveCapacity(rows.count) }
         registered.reserve(rows.count)
         var refreshed: [(ManagedObjectID, RowSnapshot)] = []
+        // Objects given values here: told so (awakeFromFetch) once registration is done.
+        var awakened: [ManagedObject] = []
+        if !asFaults { awakened.reserveCapacity(rows.count) }
         for (key, row) in rows {
             let id = ManagedObjectID(entity: entity, primaryKey: key)
             // Objects are filled with decoded rows; faults leave theirs as they came.
@@ -90,6 +93,7 @@ extension ManagedObjectContext {
             }
             objects.append(object)
             if isNew {
+                if !asFaults { awakened.append(object) }
                 if shares {
                     object.holdsCacheReference = true
                     cached.append((id, snapshot))
@@ -104,6 +108,7 @@ extension ManagedObjectContext {
                 }
             } else if object.isFaultStorage {
                 object.fill(with: snapshot)
+                awakened.append(object)
                 if shares && !object.holdsCacheReference {
                     cached.append((id, snapshot))
                     object.holdsCacheReference = true
@@ -113,6 +118,7 @@ extension ManagedObjectContext {
         let cache = persistentStoreCoordinator.rowCache
         if !cached.isEmpty { cache.retain(cached) }
         if !refreshed.isEmpty { cache.update(refreshed) }
+        for object in awakened { object.awakeFromFetch() }
         return objects
     }
 

@@ -70,6 +70,8 @@ extension ManagedObjectContext {
     }
 
     func turnIntoFault(_ object: ManagedObject) {
+        object.willTurnIntoFault()
+        defer { object.didTurnIntoFault() }
         object.values = []
         object.snapshot = nil
         object.changedProperties.removeAll()
@@ -87,6 +89,7 @@ extension ManagedObjectContext {
         }
         object.changedProperties.removeAll()
         object.relationshipSets = [:]
+        object.awake(fromSnapshotEvents: .rollback)
     }
 
     /// Puts an object on a newer committed state, keeping its local changes when asked.
@@ -101,5 +104,6 @@ extension ManagedObjectContext {
         for index in local where merged[index] != snapshot.values[index] { object.changedProperties.insert(index) }
         object.isFaultStorage = false
         didChange(object)
+        object.awake(fromSnapshotEvents: .refresh)
     }
 }

@@ -32,12 +32,14 @@ extension ManagedObjectContext {
         guard hasChanges else { return }
         try checkWritable("save")
         notificationHub.post(.willSave(contextName: name))
+        let saved = try ManagedObject.callWillSave(in: self)
         try validateChanges()
         if let parent {
             try save(into: parent)
         } else {
             try await traced(.save, entity: nil) { try await saveToStore() }
         }
+        for object in saved { object.didSave() }
     }
 
     /// Allocates permanent IDs for inserted objects now, before they are saved, in one round

@@ -86,6 +86,8 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     /// The span of the fetch, count or save under way on the queue, which the statements it
     /// sends describe (`db.query.text`).
     var activeSpan: (any Span)?
+    /// While `willSave()` hooks run: the objects they change, insert or delete.
+    var hookChanges: [ManagedObject]?
 
     /// A context on its own queue (or the main queue) over `coordinator`; with `readOnly`, one
     /// that reads from the store's read replica and cannot save (see ``isReadOnly``).

@@ -63,6 +63,7 @@ extension MergePolicy {
             object.changedProperties.insert(index)
         }
         context.didChange(object)
+        object.awake(fromSnapshotEvents: .mergePolicy)
         return true
     }
 }

@@ -104,7 +104,11 @@ extension ManagedObject {
     public func setPrimitiveValue(_ value: AttributeValue, at index: Int) {
         willAccessValues()
         if isInsertedStorage {
-            // Every value of an inserted object is written; nothing to track.
+            // Every value of an inserted object is written; nothing to track (but for the
+            // willSave() hooks, which run again on the objects they change).
+            if let context = contextStorage, context.hookChanges != nil, values[index] != value {
+                context.hookChanges?.append(self)
+            }
             values[index] = value
             return
         }

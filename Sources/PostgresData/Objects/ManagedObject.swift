@@ -281,6 +281,56 @@ open class ManagedObject: Hashable, CustomStringConvertible {
         return "<\(entity.name) \(objectID): \(pairs.joined(separator: ", "))>"
     }
 
+    // MARK: Lifecycle hooks
+
+    /// Called once, when the object is first inserted into a context: set initial values
+    /// here (a creation date, a generated code). Call `super`.
+    ///
+    /// Core Data equivalent: `awakeFromInsert()`.
+    open func awakeFromInsert() {}
+
+    /// Called after the object's values were read from the store: when a fetch registers it
+    /// with its values, and each time a fault fills. Set derived, transient state here; a
+    /// value set here is a change to save. Call `super`.
+    ///
+    /// Core Data equivalent: `awakeFromFetch()`.
+    open func awakeFromFetch() {}
+
+    /// Called when the object's values were replaced other than by a fetch: a rollback, a
+    /// refresh that kept its changes, a merge policy's resolution. Call `super`.
+    ///
+    /// Core Data equivalent: `awake(fromSnapshotEvents:)`.
+    open func awake(fromSnapshotEvents events: SnapshotEventType) {}
+
+    /// Called at the start of a save on every object it writes (inserted, updated, deleted),
+    /// before validation. Changes made here are saved; the hook runs again only on objects
+    /// that some hook changed, so set a value only when it differs. Call `super`.
+    ///
+    /// Core Data equivalent: `willSave()`.
+    open func willSave() {}
+
+    /// Called after a save on every object it wrote, the object's values now the saved ones
+    /// (a deleted object has left the context). Call `super`.
+    ///
+    /// Core Data equivalent: `didSave()`.
+    open func didSave() {}
+
+    /// Called when the object is deleted, before its relationships' delete rules run. Call `super`.
+    ///
+    /// Core Data equivalent: `prepareForDeletion()`.
+    open func prepareForDeletion() {}
+
+    /// Called before the object turns into a fault (a refresh without its changes kept),
+    /// while its values are still readable. Call `super`.
+    ///
+    /// Core Data equivalent: `willTurnIntoFault()`.
+    open func willTurnIntoFault() {}
+
+    /// Called after the object turned into a fault: release what `awakeFromFetch` made. Call `super`.
+    ///
+    /// Core Data equivalent: `didTurnIntoFault()`.
+    open func didTurnIntoFault() {}
+
     // MARK: Validation hooks
 
     /// Checks the object before an insert is saved; override to add rules (call `super`).
