@@ -44,9 +44,12 @@ public enum MemoryIntensiveTests {
 
     private static let gate = Gate()
 
-    /// False in a build with AddressSanitizer, whose quarantine keeps freed memory resident:
-    /// tests that measure resident memory are enabled only when it means something.
-    public static let residentMemoryIsMeaningful: Bool = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "__asan_init") == nil
+    /// False in a build with AddressSanitizer (whose quarantine keeps freed memory resident) or
+    /// ThreadSanitizer (whose shadow memory grows with what the program touches): tests that
+    /// measure resident memory are enabled only when it means something.
+    public static let residentMemoryIsMeaningful: Bool =
+        dlsym(UnsafeMutableRawPointer(bitPattern: 0), "__asan_init") == nil
+        && dlsym(UnsafeMutableRawPointer(bitPattern: 0), "__tsan_init") == nil
 
     /// Runs `body` while no other test of this type runs.
     public static func exclusively<T>(_ body: () async throws -> T) async throws -> T {
