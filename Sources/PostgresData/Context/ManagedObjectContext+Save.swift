@@ -113,7 +113,7 @@ extension ManagedObjectContext {
         span?.attributes["postgresdata.rows.inserted"] = insertedSet.count
         span?.attributes["postgresdata.rows.updated"] = updatedSet.count
         span?.attributes["postgresdata.rows.deleted"] = deletedSet.count
-        guard let metrics = (try? persistentStoreCoordinator.loaded())?.metrics else { return }
+        guard let metrics = activeMetrics else { return }
         for (kind, objects) in [("insert", insertedSet), ("update", updatedSet), ("delete", deletedSet)] where !objects.isEmpty {
             var counts: [(EntityDescription, Int)] = []
             for object in objects.values {
@@ -126,7 +126,7 @@ extension ManagedObjectContext {
     /// Counts the objects a save found changed underneath, by entity.
     private func noteConflicts(_ ids: [ManagedObjectID]) {
         if let span = activeSpan, span.isRecording { span.attributes["postgresdata.conflicts"] = ids.count }
-        guard let metrics = (try? persistentStoreCoordinator.loaded())?.metrics else { return }
+        guard let metrics = activeMetrics else { return }
         var counts: [String: Int] = [:]
         for id in ids { counts[id.entity.tableName, default: 0] += 1 }
         for (table, count) in counts { metrics.recordConflicts(count, collection: table) }

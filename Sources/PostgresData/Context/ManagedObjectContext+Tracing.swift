@@ -6,9 +6,9 @@ extension ManagedObjectContext {
     func traced<T>(_ operation: StoreOperation, entity: EntityDescription?, _ body: () async throws -> T) async throws -> T {
         let store = try? persistentStoreCoordinator.loaded()
         return try await operation.traced(entity: entity, store: store) { span in
-            let outer = activeSpan
-            activeSpan = span
-            defer { activeSpan = outer }
+            let (outerSpan, outerMetrics) = (activeSpan, activeMetrics)
+            (activeSpan, activeMetrics) = (span, store?.metrics)
+            defer { (activeSpan, activeMetrics) = (outerSpan, outerMetrics) }
             return try await body()
         }
     }
@@ -16,6 +16,6 @@ extension ManagedObjectContext {
     /// Notes the rows a fetch returned on its span and in the store's metrics.
     func noteReturnedRows(_ count: Int, entity: EntityDescription) {
         if let span = activeSpan, span.isRecording { span.attributes["db.response.returned_rows"] = count }
-        (try? persistentStoreCoordinator.loaded())?.metrics.recordReturnedRows(count, collection: entity.tableName)
+        activeMetrics?.recordReturnedRows(count, collection: entity.tableName)
     }
 }

@@ -86,6 +86,8 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     /// The span of the fetch, count or save under way on the queue, which the statements it
     /// sends describe (`db.query.text`).
     var activeSpan: (any Span)?
+    /// The loaded store's metrics for the operation under way (read once per operation).
+    var activeMetrics: StoreMetrics?
     /// While `willSave()` hooks run: the objects they change, insert or delete.
     var hookChanges: [ManagedObject]?
 

@@ -382,7 +382,7 @@ struct PredicateSQL {
     private mutating func stringMatch(_ left: Operand, _ right: Operand, _ op: PredicateComparison.Operator,
                                       _ comparison: PredicateComparison) throws -> String {
         guard (left.type ?? .string) == .string else {
-            throw PostgresDataError.invalidRequest("\(op.rawValue) compares strings, and \(left.key ?? "the left side") is \(left.type!)")
+            throw PostgresDataError.invalidRequest("\(op.rawValue) compares strings, and \(left.key ?? "the left side") is \(left.type.map { "\($0)" } ?? "not a string")")
         }
         if op == .matches {
             // The regular expression keeps its case; `~*` ignores case instead.
@@ -402,7 +402,7 @@ struct PredicateSQL {
             // Core Data's LIKE: `*` any characters, `?` one character.
             return "\(subject) LIKE replace(replace(\(escaped), '*', '%'), '?', '_')"
         default:
-            preconditionFailure("not a string operator")
+            throw PostgresDataError.invalidRequest("\(op.rawValue) is not a string comparison")
         }
     }
 

@@ -14,10 +14,13 @@ final class StoreMetrics: Sendable {
     private let base: [(String, String)]
     private let instruments = Locked<[Key: AnyObject]>([:])
 
+    /// An instrument's label and dimension values (strings the model or the code holds
+    /// already: building a key allocates nothing).
     private struct Key: Hashable {
         var label: String
         var first: String
         var second: String
+        var third: String = ""
     }
 
     init(namespace: String, factory: any MetricsFactory = MetricsSystem.factory) {
@@ -28,7 +31,7 @@ final class StoreMetrics: Sendable {
     /// How long an operation took, failed ones included (`error.type` tells them apart).
     func recordDuration(_ operation: StoreOperation, collection: String?, failed error: (any Error)?, _ duration: Duration) {
         let errorType = error.map(Self.errorType) ?? ""
-        let timer = instrument(Key(label: "db.client.operation.duration", first: "\(operation.rawValue)|\(collection ?? "")", second: errorType)) {
+        let timer = instrument(Key(label: "db.client.operation.duration", first: operation.rawValue, second: collection ?? "", third: errorType)) {
             var dimensions = base + [("db.operation.name", operation.rawValue)]
             if let collection { dimensions.append(("db.collection.name", collection)) }
             if !errorType.isEmpty { dimensions.append(("error.type", errorType)) }
