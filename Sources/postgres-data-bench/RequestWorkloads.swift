@@ -44,11 +44,29 @@ final class ThreadSampler: @unchecked Sendable {
     }
 }
 
-/// A request workload's medians: operations per second, threads and peak memory, A and B.
+/// CPU time (user and system) this process has used so far, in microseconds.
+func processCPUMicroseconds() -> Double {
+    var usage = rusage()
+    getrusage(RUSAGE_SELF.rawValue, &usage)
+    func micros(_ time: timeval) -> Double { Double(time.tv_sec) * 1e6 + Double(time.tv_usec) }
+    return micros(usage.ru_utime) + micros(usage.ru_stime)
+}
+
+/// Context switches (voluntary and not) of this process's threads so far.
+func processContextSwitches() -> Double {
+    var usage = rusage()
+    getrusage(RUSAGE_SELF.rawValue, &usage)
+    return Double(usage.ru_nvcsw + usage.ru_nivcsw)
+}
+
+/// A request workload's medians: operations per second, threads, peak memory and the
+/// client's CPU time per operation (this process only, not the server's), A and B.
 struct RequestResult {
     var name: String
     var concurrency: Int
     var clientOpsPerSecond, rawOpsPerSecond: Double
+    var clientCPUMicroseconds, rawCPUMicroseconds: Double
+    var clientSwitches, rawSwitches: Double
     var clientThreads, rawThreads, clientPeakMiB, rawPeakMiB: Int
 }
 
@@ -64,11 +82,15 @@ func runRequestWorkloads(container: PersistentContainer, client connection: Conn
         for concurrency in concurrencies {
             let operations = max(concurrency, concurrency >= 1_000 ? concurrency : 4_000)
             var clientRates: [Double] = [], rawRates: [Double] = []
+            var clientCPU: [Double] = [], rawCPU: [Double] = []
+            var clientSwitches: [Double] = [], rawSwitches: [Double] = []
             var clientThreads = 0, rawThreads = 0, clientPeak = 0, rawPeak = 0
             for _ in 0..<rounds {
                 var peak = measurePeak()
                 var sampler = ThreadSampler()
                 var start = ContinuousClock.now
+                var cpu = processCPUMicroseconds()
+                var switches = processContextSwitches()
                 try await withThrowingTaskGroup(of: Void.self) { group in
                     for worker in 0..<concurrency {
                         group.addTask {
@@ -82,19 +104,27 @@ func runRequestWorkloads(container: PersistentContainer, client connection: Conn
                     try await group.waitForAll()
                 }
                 clientRates.append(Double(operations) / (milliseconds(ContinuousClock.now - start) / 1000))
+                clientCPU.append((processCPUMicroseconds() - cpu) / Double(operations))
+                clientSwitches.append((processContextSwitches() - switches) / Double(operations))
                 clientThreads = max(clientThreads, sampler.stop())
                 clientPeak = max(clientPeak, peak())
 
                 peak = measurePeak()
                 sampler = ThreadSampler()
                 start = ContinuousClock.now
+                cpu = processCPUMicroseconds()
+                switches = processContextSwitches()
                 try rawRequests(configuration, operations: operations, threads: min(8, concurrency), keys: keys, saves: saves)
                 rawRates.append(Double(operations) / (milliseconds(ContinuousClock.now - start) / 1000))
+                rawCPU.append((processCPUMicroseconds() - cpu) / Double(operations))
+                rawSwitches.append((processContextSwitches() - switches) / Double(operations))
                 rawThreads = max(rawThreads, sampler.stop())
                 rawPeak = max(rawPeak, peak())
             }
             results.append(RequestResult(name: saves ? "read-modify-save" : "read by key", concurrency: concurrency,
                                          clientOpsPerSecond: median(clientRates), rawOpsPerSecond: median(rawRates),
+                                         clientCPUMicroseconds: median(clientCPU), rawCPUMicroseconds: median(rawCPU),
+                                         clientSwitches: median(clientSwitches), rawSwitches: median(rawSwitches),
                                          clientThreads: clientThreads, rawThreads: rawThreads,
                                          clientPeakMiB: clientPeak, rawPeakMiB: rawPeak))
         }

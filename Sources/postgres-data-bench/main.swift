@@ -27,6 +27,7 @@ var cancelRuns = 50
 var mergeRuns = 200
 var jsonPath: String?
 var only: String?
+var requestConcurrencies = [1, 8, 64, 10_000]
 var arguments = CommandLine.arguments.dropFirst().makeIterator()
 while let argument = arguments.next() {
     switch argument {
@@ -36,8 +37,10 @@ while let argument = arguments.next() {
     case "--merge-runs": mergeRuns = Int(arguments.next() ?? "") ?? mergeRuns
     case "--json": jsonPath = arguments.next()
     case "--only": only = arguments.next()
+    case "--concurrency":
+        requestConcurrencies = (arguments.next() ?? "").split(separator: ",").compactMap { Int($0) }.filter { $0 > 0 }
     default:
-        print("usage: postgres-data-bench [--rows N] [--runs N] [--cancel-runs N] [--merge-runs N] [--json PATH] [--only TEXT]")
+        print("usage: postgres-data-bench [--rows N] [--runs N] [--cancel-runs N] [--merge-runs N] [--json PATH] [--only TEXT] [--concurrency 1,8,64,10000]")
         exit(argument == "--help" ? 0 : 2)
     }
 }
@@ -145,12 +148,12 @@ for workload in workloads where only.map(workload.name.contains) ?? true {
 
 // The request path: units of work at 1, 8, 64 and 10,000 at once over a pool of 8.
 if only.map({ "request".contains($0) || $0.contains("request") }) ?? true {
-    print("\nrequests (ops/s, pool of 8)             concurrency  PostgresData   raw libpq   ratio  threads (A/B)  peak MiB (A/B)")
+    print("\nrequests (ops/s, pool of 8)             concurrency  PostgresData   raw libpq   ratio  threads (A/B)  peak MiB (A/B)  client CPU µs/op (A/B)  switches/op (A/B)")
     let requestRows = try await runRequestWorkloads(container: container, client: connection, configuration: configuration,
-                                                    keys: 10_000, concurrencies: [1, 8, 64, 10_000], rounds: max(1, min(runs, 3)))
+                                                    keys: 10_000, concurrencies: requestConcurrencies, rounds: max(1, min(runs, 3)))
     for result in requestRows {
         let name = result.name.padding(toLength: 40, withPad: " ", startingAt: 0)
-        print("\(name) \(String(format: "%9d %12.0f %11.0f %6.2f× %7d/%-6d %7d/%-6d", result.concurrency, result.clientOpsPerSecond, result.rawOpsPerSecond, result.clientOpsPerSecond / result.rawOpsPerSecond, result.clientThreads, result.rawThreads, result.clientPeakMiB, result.rawPeakMiB))")
+        print("\(name) \(String(format: "%9d %12.0f %11.0f %6.2f× %7d/%-6d %7d/%-6d %10.0f/%-6.0f %9.1f/%-5.1f", result.concurrency, result.clientOpsPerSecond, result.rawOpsPerSecond, result.clientOpsPerSecond / result.rawOpsPerSecond, result.clientThreads, result.rawThreads, result.clientPeakMiB, result.rawPeakMiB, result.clientCPUMicroseconds, result.rawCPUMicroseconds, result.clientSwitches, result.rawSwitches))")
         report.append(Row(workload: "\(result.name) c=\(result.concurrency) (ops/s; ratio A/B)", clientMilliseconds: result.clientOpsPerSecond,
                           rawMilliseconds: result.rawOpsPerSecond, ratio: result.clientOpsPerSecond / result.rawOpsPerSecond,
                           clientPeakMiB: result.clientPeakMiB, rawPeakMiB: result.rawPeakMiB))

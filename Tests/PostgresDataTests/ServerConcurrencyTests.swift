@@ -166,4 +166,41 @@ import Testing
             #expect(throws: PostgresDataError.self) { try item.load() }
         }
     }
+
+    /// After an await on the store, a block goes on on the thread of the connection it just
+    /// used. Synchronous store work there (a fault to read, a fetch, a save, a wait for
+    /// another context's turn) must not wait for that thread: with one connection, the fault's
+    /// query needs the very connection whose thread the block runs on.
+    @Test func synchronousStoreWorkAfterAnAwaitNeedsNoOtherThread() async throws {
+        let configuration = try await TestDatabase.fresh(prefix: "pd_data")
+        let container = PersistentContainer(name: "Test", model: testModel)
+        try await container.loadPersistentStores(configuration: configuration,
+                                                 options: .init(createSchemaIfMissing: true, maximumConnections: 1))
+        try await Self.seedAccounts(container, count: 20)
+        let other = container.newBackgroundContext()
+        try await withThrowingTaskGroup(of: Int.self) { group in
+            for index in 0..<20 {
+                group.addTask {
+                    let context = container.newBackgroundContext()
+                    return try await context.perform {
+                        let request = FetchRequest<ManagedObjectID>(entityName: "Item",
+                                                                    predicate: try FetchPredicate(format: "name == %@", "A\(index)"))
+                        let id = try #require(try await context.fetch(request).first)
+                        // A fault with no row in memory: a query, synchronously.
+                        let item = try #require(context.object(with: id) as? Item)
+                        context.refresh(item, mergeChanges: false)
+                        item.weight += 1
+                        func saveSynchronously() throws { try context.save() }
+                        try saveSynchronously()
+                        // Another context's turn, waited for synchronously.
+                        let count = try other.performAndWait { try other.count(for: FetchRequest<Item>()) }
+                        #expect(count == 20)
+                        return item.weight
+                    }
+                }
+            }
+            for try await weight in group { #expect(weight == 1) }
+        }
+        #expect(try await container.rawIntegers("SELECT sum(weight)::int8 FROM item") == [20])
+    }
 }

@@ -14,9 +14,15 @@ import PostgresClient
 ///   the shared context threads (``ContextThreads``) or, for a main-queue context, on the
 ///   main queue. While it runs them, a thread is "on the queue" (``isCurrent``).
 ///
+/// When a block comes back from a statement, the connection's thread — idle until its next
+/// lease — runs the block on (it is *lent*), instead of waking a context thread: a unit of
+/// work of a fetch and a save crosses threads three times (into `perform`, to the
+/// connection, back to the caller) instead of six. The lent thread goes back to its connection as soon as the connection has work,
+/// and a blocking wait there (a synchronous fetch, save or fault, a `performAndWait`) serves
+/// the connection while it waits (``ConnectionThread/serve(until:)``).
+///
 /// No wait here depends on a thread of Dispatch's or of the cooperative pool: the jobs of a
-/// context run on the library's context threads, and a task waiting for the turn resumes
-/// there.
+/// context run on the library's threads, and a task waiting for the turn resumes there.
 final class ContextQueue: TaskExecutor, @unchecked Sendable {
     let isMain: Bool
 
@@ -30,6 +36,8 @@ final class ContextQueue: TaskExecutor, @unchecked Sendable {
     private enum TurnWaiter {
         case task(CheckedContinuation<Void, Never>)
         case thread(DispatchSemaphore)
+        /// A connection's thread lent to a block: it serves its connection while it waits.
+        case connectionThread(ConnectionThread, Locked<Bool>)
     }
 
     init(isMain: Bool) {
@@ -83,16 +91,21 @@ final class ContextQueue: TaskExecutor, @unchecked Sendable {
 
     /// Waits for the turn, blocking the calling thread.
     func acquireTurnBlocking() {
-        let semaphore: DispatchSemaphore? = lock.withLock {
+        let connectionThread = ConnectionThread.current
+        let waiter: TurnWaiter? = lock.withLock {
             guard turnHeld else {
                 turnHeld = true
                 return nil
             }
-            let semaphore = DispatchSemaphore(value: 0)
-            turnWaiters.append(.thread(semaphore))
-            return semaphore
+            let waiter = connectionThread.map { TurnWaiter.connectionThread($0, Locked(false)) } ?? .thread(DispatchSemaphore(value: 0))
+            turnWaiters.append(waiter)
+            return waiter
         }
-        semaphore?.wait()
+        switch waiter {
+        case .thread(let semaphore): semaphore.wait()
+        case .connectionThread(let thread, let granted): thread.serve { granted.withLock { $0 } }
+        case .task, nil: break
+        }
     }
 
     /// Passes the turn to the next waiter, or frees it.
@@ -105,6 +118,9 @@ final class ContextQueue: TaskExecutor, @unchecked Sendable {
         switch next {
         case .task(let continuation): continuation.resume()
         case .thread(let semaphore): semaphore.signal()
+        case .connectionThread(let thread, let granted):
+            granted.withLock { $0 = true }
+            thread.wake()
         case nil: break
         }
     }
@@ -147,17 +163,23 @@ final class ContextQueue: TaskExecutor, @unchecked Sendable {
     private func scheduleDrain() {
         if isMain {
             DispatchQueue.main.async { self.drain() }
+        } else if let thread = ConnectionThread.current,
+                  thread.runNext({ self.drain(borrowing: thread) }, elsewhere: { ContextThreads.shared.submit(self) }) {
+            return
         } else {
             ContextThreads.shared.submit(self)
         }
     }
 
-    /// Runs the queued jobs; after a few it yields the thread to other queues.
-    func drain() {
+    /// Runs the queued jobs; after a few it yields the thread to other queues. On a borrowed
+    /// connection thread, it gives the thread back as soon as the connection has work.
+    func drain(borrowing thread: ConnectionThread? = nil) {
         let executor = asUnownedTaskExecutor()
         Self.current.push(self)
         defer { Self.current.pop() }
         for _ in 0..<64 {
+            // A borrowed connection thread goes back to its connection as soon as it has work.
+            if let thread, thread.hasWaitingJobs { break }
             let job: UnownedJob? = lock.withLock {
                 if let job = jobs.popFirst() { return job }
                 scheduled = false
@@ -170,7 +192,8 @@ final class ContextQueue: TaskExecutor, @unchecked Sendable {
             if jobs.isEmpty { scheduled = false }
             return scheduled
         }
-        if more { scheduleDrain() }
+        guard more else { return }
+        if thread != nil { ContextThreads.shared.submit(self) } else { scheduleDrain() }
     }
 }
 
@@ -185,7 +208,6 @@ final class ContextThreads: @unchecked Sendable {
     private let condition = NSCondition()
     private var ready = Deque<ContextQueue>()
     private var sleepers = 0
-    static let spinsBeforeSleeping = 100
 
     private init(threadCount: Int) {
         self.threadCount = threadCount
@@ -205,15 +227,7 @@ final class ContextThreads: @unchecked Sendable {
     private func run() {
         while true {
             condition.lock()
-            // A queue often comes back within microseconds (its store call returned): yielding
-            // the core a few times first spares the wake-up of a sleeping thread.
-            var spins = 0
-            while ready.isEmpty && spins < Self.spinsBeforeSleeping {
-                condition.unlock()
-                sched_yield()
-                spins += 1
-                condition.lock()
-            }
+            // No spinning (see ConnectionThread.nextJob()).
             while ready.isEmpty {
                 sleepers += 1
                 condition.wait()

@@ -15,10 +15,14 @@ final class IdentityMap {
     @exclusivity(unchecked) private var mask = -1
     @exclusivity(unchecked) private(set) var count = 0
     // Keys come from the database, not from callers; a per-map seed still keeps one map's
-    // clusters from being another's.
-    private let seed = Int.random(in: .min ... .max)
+    // clusters from being another's. Drawn from the process's random seed and the map's
+    // address, not from the system's generator (a system call per context).
+    @exclusivity(unchecked) private var seed = IdentityMap.processSeed
+    private static let processSeed = Int.random(in: .min ... .max)
 
-    init() {}
+    init() {
+        seed = Hasher.hash(seed, ObjectIdentifier(self))
+    }
 
     deinit {
         guard let slots else { return }
@@ -183,5 +187,15 @@ final class IdentityMap {
     @inline(__always)
     private static func unmanaged(_ slot: UInt) -> Unmanaged<ManagedObject> {
         Unmanaged.fromOpaque(UnsafeRawPointer(bitPattern: slot & ~7).unsafelyUnwrapped)
+    }
+}
+
+extension Hasher {
+    /// The hash of two values, as one.
+    fileprivate static func hash(_ first: Int, _ second: ObjectIdentifier) -> Int {
+        var hasher = Hasher()
+        hasher.combine(first)
+        hasher.combine(second)
+        return hasher.finalize()
     }
 }

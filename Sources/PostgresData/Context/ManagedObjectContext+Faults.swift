@@ -18,7 +18,10 @@ extension ManagedObjectContext {
     func fulfillFault(_ object: ManagedObject) {
         assertOnQueue()
         do {
-            try BlockingBridge.run { try await self.load(object) }
+            // Most faults fill from memory: the bridge, a task and a wait, only for a query.
+            if try !loadWithoutQuery(object) {
+                try BlockingBridge.run { try await self.load(object) }
+            }
         } catch PostgresDataError.objectNotFound(let id) where shouldDeleteInaccessibleFaults {
             persistentStoreCoordinator.logger.notice("the fault \(id) has no row (deleted elsewhere): it reads as deleted")
             markInaccessible(object)
@@ -35,20 +38,7 @@ extension ManagedObjectContext {
     /// Fills a fault, throwing ``PostgresDataError/objectNotFound(_:)`` when its row is gone
     /// and the store's error when it fails twice.
     func load(_ object: ManagedObject) async throws {
-        guard object.isFaultStorage else { return }
-        if let batch = object.faultingBatch, parent == nil {
-            do {
-                try fill(batch)
-            } catch let error as PostgresDataError where error.isRetryable {
-                persistentStoreCoordinator.logger.warning("filling a batch of faults failed, retrying once: \(error)")
-                try fill(batch)
-            }
-            if !object.isFaultStorage { return }
-        }
-        if let row = rowWithoutQuery(for: object) {
-            fill(object, snapshot: row)
-            return
-        }
+        if try loadWithoutQuery(object) { return }
         let id = object.objectID
         let loaded: RowSnapshot?
         do {
@@ -59,6 +49,24 @@ extension ManagedObjectContext {
         }
         guard let snapshot = loaded else { throw PostgresDataError.objectNotFound(id) }
         fill(object, snapshot: snapshot)
+    }
+
+    /// Fills a fault from its faulting batch or from rows in memory; false when its row must
+    /// be read from the database.
+    private func loadWithoutQuery(_ object: ManagedObject) throws -> Bool {
+        guard object.isFaultStorage else { return true }
+        if let batch = object.faultingBatch, parent == nil {
+            do {
+                try fill(batch)
+            } catch let error as PostgresDataError where error.isRetryable {
+                persistentStoreCoordinator.logger.warning("filling a batch of faults failed, retrying once: \(error)")
+                try fill(batch)
+            }
+            if !object.isFaultStorage { return true }
+        }
+        guard let row = rowWithoutQuery(for: object) else { return false }
+        fill(object, snapshot: row)
+        return true
     }
 
     /// A fault whose row is gone: it reads as deleted, with its entity's default values.

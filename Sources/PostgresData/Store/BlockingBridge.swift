@@ -15,15 +15,24 @@ import PostgresClient
 enum BlockingBridge {
     /// Runs `operation` on the calling thread and returns its result.
     static func run<T>(_ operation: @escaping () async throws -> T) throws -> T {
-        let executor = CallerThreadExecutor()
         let box = UncheckedBox<(() async throws -> T, Result<T, any Error>?)>((operation, nil))
-        Task(executorPreference: executor) {
-            let result: Result<T, any Error>
-            do { result = .success(try await box.value.0()) } catch { result = .failure(error) }
-            box.value.1 = result
-            executor.finish()
+        if let thread = ConnectionThread.current {
+            // A connection's thread lent to a context's block: its own jobs run here too.
+            let finished = Locked(false)
+            Task(executorPreference: thread) {
+                box.value.1 = await Result { () async throws -> T in try await box.value.0() }
+                finished.withLock { $0 = true }
+                thread.wake()
+            }
+            thread.serve { finished.withLock { $0 } }
+        } else {
+            let executor = CallerThreadExecutor()
+            Task(executorPreference: executor) {
+                box.value.1 = await Result { () async throws -> T in try await box.value.0() }
+                executor.finish()
+            }
+            executor.runUntilFinished()
         }
-        executor.runUntilFinished()
         guard let result = box.value.1 else {
             throw PostgresDataError.invalidRequest("store work ended without a result")
         }
@@ -78,5 +87,12 @@ enum BlockingBridge {
                 job.runSynchronously(on: executor)
             }
         }
+    }
+}
+
+extension Result where Failure == any Error {
+    /// The result of an async throwing body.
+    fileprivate init(_ body: () async throws -> Success) async {
+        do { self = .success(try await body()) } catch { self = .failure(error) }
     }
 }
