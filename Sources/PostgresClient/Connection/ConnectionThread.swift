@@ -21,8 +21,23 @@ package final class ConnectionThread: SerialExecutor, TaskExecutor, @unchecked S
         thread.start()
     }
 
+    // Guarded by `condition`: the thread sleeps with nothing to do and may be lent (only
+    // ``lendIdleThread(_:elsewhere:)`` clears it), and what it was lent to.
+    private var idle = false
+    private var lent: Lending?
+    // Guarded by `idleThreads`' lock: the thread is in that list.
+    private var listed = false
+
+    /// Threads that went to sleep idle, latest last; an entry may be stale (the thread woke
+    /// since), which a lender finds out and drops.
+    private static let idleThreads = Locked<[ConnectionThread]>([])
+
+    /// Work a thread is lent to, and what to do instead when the thread's connection has
+    /// work by the time it would start.
+    private typealias Lending = (run: () -> Void, elsewhere: () -> Void)
+
     // Touched by this executor's own thread only.
-    private var next: (run: () -> Void, elsewhere: () -> Void)?
+    private var next: Lending?
     private var lending = false
     private var serving = 0
 
@@ -50,6 +65,31 @@ package final class ConnectionThread: SerialExecutor, TaskExecutor, @unchecked S
         guard next == nil, !lending, serving == 0, Self.current === self else { return false }
         next = (run, elsewhere)
         return true
+    }
+
+    /// Lends a connection's thread that sleeps with nothing to do to `run` (the block of a
+    /// context that starts), waking it: a block that then needs a connection takes this
+    /// thread's own when it is free, and runs its statement without a thread hop. False (and
+    /// nothing happens) when no connection thread is idle. `run` obeys the rules of
+    /// ``runNext(_:elsewhere:)``; `elsewhere` runs instead if the connection has work first.
+    package static func lendIdleThread(_ run: @escaping () -> Void, elsewhere: @escaping () -> Void) -> Bool {
+        while let thread = idleThreads.withLock({ threads -> ConnectionThread? in
+            guard let thread = threads.popLast() else { return nil }
+            thread.listed = false
+            return thread
+        }) {
+            thread.condition.lock()
+            guard thread.idle, thread.jobs.isEmpty, thread.lent == nil, !thread.stopping else {
+                thread.condition.unlock()
+                continue
+            }
+            thread.idle = false
+            thread.lent = (run, elsewhere)
+            thread.condition.unlock()
+            thread.condition.signal()
+            return true
+        }
+        return false
     }
 
     /// True when jobs wait for this executor.
@@ -134,33 +174,57 @@ package final class ConnectionThread: SerialExecutor, TaskExecutor, @unchecked S
         threadID = pthread_self()
         condition.unlock()
         pthread_setspecific(Self.currentKey, Unmanaged.passUnretained(self).toOpaque())
+        defer { Self.idleThreads.withLock { threads in threads.removeAll { $0 === self } } }
         let executor = asUnownedSerialExecutor()
-        while let job = nextJob() {
-            job.runSynchronously(on: executor)
-            guard let next else { continue }
-            self.next = nil
+        while let work = nextWork() {
+            let loan: Lending
+            switch work {
+            case .job(let job):
+                job.runSynchronously(on: executor)
+                guard let next else { continue }
+                self.next = nil
+                loan = next
+            case .lent(let lent):
+                loan = lent
+            }
             if hasWaitingJobs {
-                next.elsewhere()
+                loan.elsewhere()
             } else {
                 lending = true
-                next.run()
+                loan.run()
                 lending = false
             }
         }
     }
 
-    /// The next job, once there is one; nil when the thread is to end.
-    private func nextJob() -> UnownedJob? {
+    private enum Work {
+        case job(UnownedJob)
+        case lent(Lending)
+    }
+
+    /// The next job or lending, once there is one; nil when the thread is to end.
+    private func nextWork() -> Work? {
         condition.lock()
         defer { condition.unlock() }
         // No spinning before sleeping: on a machine whose cores the database server shares,
         // a yield hands the core to a backend and costs a context switch (measured: more
         // switches and less throughput from 8 units of work at once on).
-        while jobs.isEmpty && !stopping {
+        while jobs.isEmpty && lent == nil && !stopping {
+            idle = true
+            Self.idleThreads.withLock { threads in
+                guard !listed else { return }
+                listed = true
+                threads.append(self)
+            }
             sleeping = true
             condition.wait()
             sleeping = false
+            idle = false
         }
-        return jobs.popFirst()
+        if let lent {
+            self.lent = nil
+            return .lent(lent)
+        }
+        return jobs.popFirst().map(Work.job)
     }
 }

@@ -171,10 +171,15 @@ public final class ConnectionPool: Sendable {
     /// An idle connection that needs no check, taken without waiting; nil when there is
     /// none (the slow path then checks, opens or waits).
     private func takeIdleConnection() -> Connection? {
-        withState { state -> Connection? in
-            guard !state.isShutDown, let connection = state.idle.last,
-                  connection.idleSocketState() == .quiet, !connection.isClosed else { return nil }
-            state.idle.removeLast()
+        // The connection whose thread the caller runs on (lent to a context's block), when
+        // idle: its statement then runs without a thread hop. Otherwise the latest idle one.
+        let current = ConnectionThread.current
+        return withState { state -> Connection? in
+            guard !state.isShutDown, !state.idle.isEmpty else { return nil }
+            let index = current.flatMap { thread in state.idle.lastIndex { $0.thread === thread } } ?? state.idle.count - 1
+            let connection = state.idle[index]
+            guard connection.idleSocketState() == .quiet, !connection.isClosed else { return nil }
+            state.idle.remove(at: index)
             state.leasedCount += 1
             return connection
         }

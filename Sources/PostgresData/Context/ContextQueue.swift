@@ -166,6 +166,9 @@ final class ContextQueue: TaskExecutor, @unchecked Sendable {
         } else if let thread = ConnectionThread.current,
                   thread.runNext({ self.drain(borrowing: thread) }, elsewhere: { ContextThreads.shared.submit(self) }) {
             return
+        } else if ConnectionThread.lendIdleThread({ self.drain(borrowing: ConnectionThread.current) },
+                                                  elsewhere: { ContextThreads.shared.submit(self) }) {
+            return
         } else {
             ContextThreads.shared.submit(self)
         }
