@@ -25,6 +25,7 @@ package final class ConnectionThread: SerialExecutor, TaskExecutor, @unchecked S
     // ``lendIdleThread(_:elsewhere:)`` clears it), and what it was lent to.
     private var idle = false
     private var lent: Lending?
+    private var isLentStorage = false
     // Guarded by `idleThreads`' lock: the thread is in that list.
     private var listed = false
 
@@ -90,6 +91,14 @@ package final class ConnectionThread: SerialExecutor, TaskExecutor, @unchecked S
             return true
         }
         return false
+    }
+
+    /// True while the thread runs work it is lent to: a statement sent to its connection now
+    /// would wait for that work's next pause.
+    package var isLent: Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        return isLentStorage
     }
 
     /// True when jobs wait for this executor.
@@ -190,11 +199,18 @@ package final class ConnectionThread: SerialExecutor, TaskExecutor, @unchecked S
             if hasWaitingJobs {
                 loan.elsewhere()
             } else {
-                lending = true
+                setLent(true)
                 loan.run()
-                lending = false
+                setLent(false)
             }
         }
+    }
+
+    private func setLent(_ lent: Bool) {
+        lending = lent
+        condition.lock()
+        isLentStorage = lent
+        condition.unlock()
     }
 
     private enum Work {

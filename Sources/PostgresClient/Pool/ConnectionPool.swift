@@ -172,11 +172,13 @@ public final class ConnectionPool: Sendable {
     /// none (the slow path then checks, opens or waits).
     private func takeIdleConnection() -> Connection? {
         // The connection whose thread the caller runs on (lent to a context's block), when
-        // idle: its statement then runs without a thread hop. Otherwise the latest idle one.
+        // idle: its statement then runs without a thread hop. Otherwise the latest idle one
+        // whose thread is not lent (a statement there would wait for the borrower's pause).
         let current = ConnectionThread.current
         return withState { state -> Connection? in
             guard !state.isShutDown, !state.idle.isEmpty else { return nil }
-            let index = current.flatMap { thread in state.idle.lastIndex { $0.thread === thread } } ?? state.idle.count - 1
+            let index = current.flatMap { thread in state.idle.lastIndex { $0.thread === thread } }
+                ?? state.idle.lastIndex { !$0.thread.isLent } ?? state.idle.count - 1
             let connection = state.idle[index]
             guard connection.idleSocketState() == .quiet, !connection.isClosed else { return nil }
             state.idle.remove(at: index)
