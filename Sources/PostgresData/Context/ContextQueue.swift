@@ -166,9 +166,6 @@ final class ContextQueue: TaskExecutor, @unchecked Sendable {
         } else if let thread = ConnectionThread.current,
                   thread.runNext({ self.drain(borrowing: thread) }, elsewhere: { ContextThreads.shared.submit(self) }) {
             return
-        } else if ConnectionThread.lendIdleThread({ self.drain(borrowing: ConnectionThread.current) },
-                                                  elsewhere: { ContextThreads.shared.submit(self) }) {
-            return
         } else {
             ContextThreads.shared.submit(self)
         }
@@ -230,7 +227,15 @@ final class ContextThreads: @unchecked Sendable {
     private func run() {
         while true {
             condition.lock()
-            // No spinning (see ConnectionThread.nextJob()).
+            // One library thread at a time spins before sleeping (see `Spinning`).
+            if ready.isEmpty, Spinning.begin() {
+                while ready.isEmpty && Spinning.mayGoOn() {
+                    condition.unlock()
+                    sched_yield()
+                    condition.lock()
+                }
+                Spinning.end()
+            }
             while ready.isEmpty {
                 sleepers += 1
                 condition.wait()
