@@ -138,7 +138,7 @@ final class ContextQueue: TaskExecutor, @unchecked Sendable {
     }
 
     /// Submits a synchronous block and returns at once (a merge, a notification). Detached:
-    /// the submitter's task-locals (its span, its store access) are not the block's.
+    /// the submitter's task-locals (its span) are not the block's.
     func async(_ block: @escaping @Sendable () -> Void) {
         Task.detached(executorPreference: self) {
             await self.acquireTurn()

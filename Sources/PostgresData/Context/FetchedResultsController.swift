@@ -300,7 +300,7 @@ extension ManagedObjectContext {
         let coordinator = persistentStoreCoordinator
         for (entity, group) in SavePlan.grouped(missing, by: \.entity) {
             let keys = group.compactMap(\.objectID.primaryKey)
-            let rows = try blockingStore { try await coordinator.fetchSnapshots(entity, keys: keys) }
+            let rows = try blockingStore { access in try await coordinator.fetchSnapshots(entity, keys: keys, access: access) }
             _ = register(rows, entity: entity, asFaults: false)
         }
     }

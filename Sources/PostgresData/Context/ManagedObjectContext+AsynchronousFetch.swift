@@ -22,7 +22,7 @@ extension ManagedObjectContext {
                 let reported = request.resultCountEstimate != .none
                 try await StoreOperation.asynchronousFetch.traced(entity: entity, store: try? coordinator.loaded()) { span in
                     span.noteQuery(fetch.sql)
-                    try await access.run { try await coordinator.cursorFetch(
+                    try await coordinator.cursorFetch(
                         sql: fetch.sql, bindings: fetch.bindings, batchSize: request.batchSize,
                         estimate: reported ? request.resultCountEstimate : .plannerEstimate, overlapping: true, decode: fetch.decode(in: coordinator),
                         estimated: { count in
@@ -41,7 +41,8 @@ extension ManagedObjectContext {
                                 let update = result.advance(by: objects.count)
                                 request.progressHandler?(update)
                             }
-                        }) }
+                        },
+                        access: access)
                     try Task.checkCancellation()
                     let rows = await self.perform { collected.objects.count }
                     if span.isRecording { span.attributes["db.response.returned_rows"] = rows }
@@ -93,18 +94,17 @@ extension ManagedObjectContext {
         let batchSize = request.fetchBatchSize > 0 ? request.fetchBatchSize : AsynchronousFetchRequest<Result>.defaultBatchSize
         do {
             let coordinator = persistentStoreCoordinator
-            try await access.run {
-                try await coordinator.cursorFetch(
-                    sql: fetch.sql, bindings: fetch.bindings, batchSize: batchSize, estimate: .none, overlapping: false,
-                    decode: fetch.decode(in: coordinator), estimated: { _ in },
-                    deliver: { batch in
-                        try await self.perform { () throws in
-                            let objects = fetch.register(batch, in: self)
-                            defer { if releasingObjects { self.unregister(objects) } }
-                            try body(try fetch.finalResults(objects, in: self))
-                        }
-                    })
-            }
+            try await coordinator.cursorFetch(
+                sql: fetch.sql, bindings: fetch.bindings, batchSize: batchSize, estimate: .none, overlapping: false,
+                decode: fetch.decode(in: coordinator), estimated: { _ in },
+                deliver: { batch in
+                    try await self.perform { () throws in
+                        let objects = fetch.register(batch, in: self)
+                        defer { if releasingObjects { self.unregister(objects) } }
+                        try body(try fetch.finalResults(objects, in: self))
+                    }
+                },
+                access: access)
         } catch {
             throw Self.cancellationAware(error)
         }

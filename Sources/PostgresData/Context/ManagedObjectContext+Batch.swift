@@ -9,7 +9,7 @@ extension ManagedObjectContext {
     /// anywhere: it does not use this context's queue or objects.
     public func execute(_ request: BatchUpdateRequest) async throws -> BatchUpdateResult {
         try checkWritable("run a batch update")
-        let result = try await makeStoreAccess(readsFromReplica: false).run { try await self.run(request) }
+        let result = try await run(request, access: makeStoreAccess(readsFromReplica: false))
         Self.merge([.updated: Set(result.objectIDs)], into: request.contextsToMerge, from: self)
         return result
     }
@@ -19,18 +19,18 @@ extension ManagedObjectContext {
     /// Core Data equivalent: `execute(_:)` inside `perform`.
     public func execute(_ request: BatchUpdateRequest) throws -> BatchUpdateResult {
         try checkWritable("run a batch update")
-        let result = try blockingStore { try await self.run(request) }
+        let result = try blockingStore { access in try await self.run(request, access: access) }
         Self.merge([.updated: Set(result.objectIDs)], into: request.contextsToMerge, from: self)
         return result
     }
 
-    private func run(_ request: BatchUpdateRequest) async throws -> BatchUpdateResult {
+    private func run(_ request: BatchUpdateRequest, access: StoreAccess?) async throws -> BatchUpdateResult {
         let entity = try entity(named: request.entityName)
         let plan = try request.plan(for: entity, returningIDs: !request.contextsToMerge.isEmpty, history: historyOrigin)
         let coordinator = persistentStoreCoordinator
         return try await StoreOperation.batchUpdate.traced(entity: entity, store: try? coordinator.loaded()) { span in
             span.noteQuery(plan.sql)
-            let result = try await coordinator.execute(plan, entity: entity, resultType: request.resultType)
+            let result = try await coordinator.execute(plan, entity: entity, resultType: request.resultType, access: access)
             Self.noteWritten(result.count, kind: "update", entity: entity, span: span, coordinator: coordinator)
             return result
         }
@@ -68,9 +68,8 @@ extension ManagedObjectContext {
         let entity = try entity(named: request.entityName)
         let coordinator = persistentStoreCoordinator
         let history = historyOrigin
-        let result = try await makeStoreAccess(readsFromReplica: false).run {
-            try await coordinator.tracedExecute(request, entity: entity, history: history)
-        }
+        let result = try await coordinator.tracedExecute(request, entity: entity, history: history,
+                                                         access: makeStoreAccess(readsFromReplica: false))
         Self.merge(result, into: request.contextsToMerge, from: self)
         return result
     }
@@ -82,7 +81,7 @@ extension ManagedObjectContext {
         let entity = try entity(named: request.entityName)
         let coordinator = persistentStoreCoordinator
         let history = historyOrigin
-        let result = try blockingStore { try await coordinator.tracedExecute(request, entity: entity, history: history) }
+        let result = try blockingStore { access in try await coordinator.tracedExecute(request, entity: entity, history: history, access: access) }
         Self.merge(result, into: request.contextsToMerge, from: self)
         return result
     }
@@ -99,7 +98,7 @@ extension ManagedObjectContext {
     /// Core Data equivalent: `execute(_:)` with an `NSBatchInsertRequest`. Call it from anywhere.
     public func execute(_ request: BatchInsertRequest) async throws -> BatchInsertResult {
         try checkWritable("run a batch insert")
-        let result = try await makeStoreAccess(readsFromReplica: false).run { try await self.run(request) }
+        let result = try await run(request, access: makeStoreAccess(readsFromReplica: false))
         Self.merge(result.changes, into: request.contextsToMerge, from: self)
         return result
     }
@@ -107,18 +106,18 @@ extension ManagedObjectContext {
     /// Runs a batch insert from this context's queue, blocking it until it ends.
     public func execute(_ request: BatchInsertRequest) throws -> BatchInsertResult {
         try checkWritable("run a batch insert")
-        let result = try blockingStore { try await self.run(request) }
+        let result = try blockingStore { access in try await self.run(request, access: access) }
         Self.merge(result.changes, into: request.contextsToMerge, from: self)
         return result
     }
 
-    private func run(_ request: BatchInsertRequest) async throws -> BatchInsertResult {
+    private func run(_ request: BatchInsertRequest, access: StoreAccess?) async throws -> BatchInsertResult {
         let entity = try entity(named: request.entityName)
         let history = historyOrigin
         let plan = try request.plan(for: entity, returningIDs: history != nil)
         let coordinator = persistentStoreCoordinator
         return try await StoreOperation.batchInsert.traced(entity: entity, store: try? coordinator.loaded()) { span in
-            let result = try await coordinator.execute(plan, entity: entity, resultType: request.resultType, history: history)
+            let result = try await coordinator.execute(plan, entity: entity, resultType: request.resultType, history: history, access: access)
             Self.noteWritten(result.count, kind: "insert", entity: entity, span: span, coordinator: coordinator)
             return result
         }

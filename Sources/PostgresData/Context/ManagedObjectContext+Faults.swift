@@ -189,7 +189,7 @@ extension ManagedObjectContext {
         let coordinator = persistentStoreCoordinator
         if preferCache, let snapshot = coordinator.rowCache.snapshot(for: id) { return snapshot.decoded() }
         let entity = id.entity
-        let rows = try await store { try await coordinator.fetchSnapshots(entity, keys: [key]) }
+        let rows = try await store { access in try await coordinator.fetchSnapshots(entity, keys: [key], access: access) }
         return rows.first?.1
     }
 }

@@ -89,7 +89,7 @@ extension ManagedObjectContext {
         let (sql, bindings) = try countRequest.sql(for: entity, columns: "count(*)", excluding: pending.excludedKeys)
         activeSpan?.noteQuery(sql)
         let coordinator = persistentStoreCoordinator
-        let counts = try await store { try await coordinator.fetchIntegers(sql: sql, bindings: bindings) }
+        let counts = try await store { access in try await coordinator.fetchIntegers(sql: sql, bindings: bindings, access: access) }
         let total = Int(counts.first ?? 0) + pending.matching.count
         let afterOffset = max(0, total - request.fetchOffset)
         return request.fetchLimit > 0 ? min(afterOffset, request.fetchLimit) : afterOffset
@@ -115,7 +115,7 @@ extension ManagedObjectContext {
         let (sql, bindings) = try request.sql(for: entity, columns: "t.\"id\"")
         activeSpan?.noteQuery(sql)
         let coordinator = persistentStoreCoordinator
-        let keys = try await store { try await coordinator.fetchIntegers(sql: sql, bindings: bindings) }
+        let keys = try await store { access in try await coordinator.fetchIntegers(sql: sql, bindings: bindings, access: access) }
         return keys.map { ManagedObjectID(entity: entity, primaryKey: $0) }
     }
 
@@ -130,16 +130,16 @@ extension ManagedObjectContext {
         if idsOnly || request.fetchBatchSize > 0 || !request.includesPropertyValues {
             let (sql, bindings) = try storeRequest.sql(for: entity, columns: "t.\"id\"", excluding: pending.excludedKeys)
             activeSpan?.noteQuery(sql)
-            let keys = try await store { try await coordinator.fetchIntegers(sql: sql, bindings: bindings) }
+            let keys = try await store { access in try await coordinator.fetchIntegers(sql: sql, bindings: bindings, access: access) }
             objects = keys.map { object(with: ManagedObjectID(entity: entity, primaryKey: $0)) }
         } else {
             let (sql, bindings) = try storeRequest.sql(for: entity, columns: PersistentStoreCoordinator.selectList(entity),
                                                         excluding: pending.excludedKeys)
             activeSpan?.noteQuery(sql)
             let cachesRows = request.returnsObjectsAsFaults && !readsFromReplica
-            var query = try await store {
+            var query = try await store { access in
                 try await coordinator.querySnapshots(sql: sql, bindings: bindings, entity: entity,
-                                                     batchSize: Self.fetchStreamBatchSize, cachesRows: cachesRows)
+                                                     batchSize: Self.fetchStreamBatchSize, cachesRows: cachesRows, access: access)
             }
             var registered: [ManagedObject] = []
             func register(_ batch: SnapshotBatch) {
@@ -283,10 +283,10 @@ extension ManagedObjectContext {
         activeSpan?.noteQuery(sql)
         let coordinator = persistentStoreCoordinator
         if Result.self == FetchedDictionary.self {
-            let rows = try await store { try await coordinator.fetchDictionaryRows(sql: sql, bindings: bindings, columns: columns) }
+            let rows = try await store { access in try await coordinator.fetchDictionaryRows(sql: sql, bindings: bindings, columns: columns, access: access) }
             if let results = rows.results as? [Result] { return results }
         }
-        let dictionaries = try await store { try await coordinator.fetchDictionaries(sql: sql, bindings: bindings, columns: columns) }
+        let dictionaries = try await store { access in try await coordinator.fetchDictionaries(sql: sql, bindings: bindings, columns: columns, access: access) }
         if let results = dictionaries as? [Result] { return results }
         throw PostgresDataError.invalidRequest("a dictionary fetch returns FetchedDictionary or [String: AttributeValue], not \(Result.self)")
     }
@@ -326,7 +326,7 @@ extension ManagedObjectContext {
                 }
                 if !missing.isEmpty {
                     let wanted = Array(missing)
-                    let rows = try await store { try await coordinator.fetchSnapshots(destination, keys: wanted) }
+                    let rows = try await store { access in try await coordinator.fetchSnapshots(destination, keys: wanted, access: access) }
                     _ = register(rows, entity: destination, asFaults: false)
                 }
                 related = keys.compactMap { registered[ManagedObjectID(entity: destination, primaryKey: $0)] }
@@ -336,7 +336,7 @@ extension ManagedObjectContext {
                 let ownerKeys = owners.compactMap(\.objectID.primaryKey)
                 let sql = RelationshipFetchPlan.ownedRows(of: entity, relationship: index)
                 let bindings = try PostgresBindings(ownerKeys)
-                let rows = try await store { try await coordinator.fetchOwnedSnapshots(sql: sql, bindings: bindings, entity: destination) }
+                let rows = try await store { access in try await coordinator.fetchOwnedSnapshots(sql: sql, bindings: bindings, entity: destination, access: access) }
                 related = register(rows.map { ($0.key, $0.snapshot) }, entity: destination, asFaults: false)
                 var byOwner: [Int64: [ManagedObjectID]] = [:]
                 for (row, object) in zip(rows, related) { byOwner[row.owner, default: []].append(object.objectID) }
@@ -374,7 +374,7 @@ extension ManagedObjectContext {
             let entity = batch.entity
             let coordinator = persistentStoreCoordinator
             let keys = missing
-            let rows = try blockingStore { try await coordinator.fetchSnapshots(entity, keys: keys) }
+            let rows = try blockingStore { access in try await coordinator.fetchSnapshots(entity, keys: keys, access: access) }
             _ = register(rows, entity: entity, asFaults: false)
         }
         if !batch.prefetching.isEmpty {

@@ -11,6 +11,6 @@ extension ManagedObjectContext {
     /// Fetches or deletes persistent history from this context's queue, blocking it until done.
     public func execute(_ request: PersistentHistoryChangeRequest) throws -> PersistentHistoryResult {
         let coordinator = persistentStoreCoordinator
-        return try blockingStore { try await coordinator.execute(request) }
+        return try blockingStore { _ in try await coordinator.execute(request) }
     }
 }

@@ -113,15 +113,14 @@ extension ManagedObjectContext {
 
     /// Runs store work from the context's queue, blocking its thread until the work ends (the
     /// synchronous API; ``store(_:)`` suspends instead).
-    func blockingStore<T: Sendable>(_ operation: @escaping @Sendable () async throws -> T) throws -> T {
+    func blockingStore<T: Sendable>(_ operation: @escaping @Sendable (StoreAccess?) async throws -> T) throws -> T {
         let access = makeStoreAccess()
-        guard access != nil else { return try BlockingBridge.run(operation) }
-        return try BlockingBridge.run { try await access.run(operation) }
+        return try BlockingBridge.run { try await operation(access) }
     }
 
     /// Runs store work from the context's queue, suspending the calling task.
-    func store<T: Sendable>(_ operation: @escaping @Sendable () async throws -> T) async throws -> T {
-        try await makeStoreAccess().run(operation)
+    func store<T: Sendable>(_ operation: @Sendable (StoreAccess?) async throws -> T) async throws -> T {
+        try await operation(makeStoreAccess())
     }
 
     /// True when this context's reads run on the read replica now: a read-only context, or

@@ -51,7 +51,7 @@ extension ManagedObjectContext {
             let destination = entity.destination(of: index)
             let coordinator = persistentStoreCoordinator
             do {
-                let keys = try blockingStore { try await coordinator.fetchRelatedKeys(entity, relationship: index, owner: key) }
+                let keys = try blockingStore { access in try await coordinator.fetchRelatedKeys(entity, relationship: index, owner: key, access: access) }
                 ids = keys.map { ManagedObjectID(entity: destination, primaryKey: $0) }
             } catch {
                 // As for an object's fault: the error ends the enclosing block (or the next save),

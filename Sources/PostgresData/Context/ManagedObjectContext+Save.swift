@@ -86,7 +86,7 @@ extension ManagedObjectContext {
         guard !entities.isEmpty else { return }
         let request = Array(zip(entities, counts))
         let coordinator = persistentStoreCoordinator
-        let allocated = try await store { try await coordinator.allocateKeys(request) }
+        let allocated = try await store { _ in try await coordinator.allocateKeys(request) }
         var keys: [[Int64]] = []
         for (entity, count) in request {
             guard let allocatedKeys = allocated[entity], allocatedKeys.count >= count else {
@@ -102,7 +102,7 @@ extension ManagedObjectContext {
     }
 
     /// The permanent ID a temporary ID will have: its object's allocated key.
-    private func allocatedID(for id: ManagedObjectID) -> ManagedObjectID? {
+    func allocatedID(for id: ManagedObjectID) -> ManagedObjectID? {
         guard id.isTemporaryID, let object = registered[id], object.allocatedKey != 0 else { return nil }
         return ManagedObjectID(entity: id.entity, primaryKey: object.allocatedKey)
     }
@@ -153,15 +153,16 @@ extension ManagedObjectContext {
         for _ in 0..<10 {
             let plan = try makePlan()
             activeSpan?.noteQuery(plan.statements.map(\.sql).joined(separator: "; "))
-            let outcome = try await store { try await coordinator.execute(plan) }
+            let outcome = try await store { access in try await coordinator.execute(plan, access: access) }
+            let completion = SaveCompletion(context: self)
             switch outcome {
             case .saved(let version):
                 noteWrittenRows()
-                finishSave(version: version ?? 0)
+                completion.finish(version: version ?? 0)
                 return
             case .conflicts(let conflicts):
                 noteConflicts(conflicts.map(\.0))
-                try resolve(conflicts)
+                try completion.resolve(conflicts)
                 if !hasChanges { return }
             }
         }
@@ -232,27 +233,6 @@ extension ManagedObjectContext {
                             joinDeletes: joinDeletes, history: history)
     }
 
-    /// Applies the merge policy to rows that changed underneath; throws for `error`.
-    private func resolve(_ conflicts: [(ManagedObjectID, RowSnapshot?)]) throws {
-        let policy = mergePolicy
-        var unresolved: [MergeConflict] = []
-        for (id, current) in conflicts {
-            guard let object = registered[id] else { continue }
-            if policy.resolve(object, current: current, in: self) { continue }
-            func named(_ values: PropertyValues?) -> [String: AttributeValue] {
-                guard let values else { return [:] }
-                var result: [String: AttributeValue] = [:]
-                for index in object.entity.columnIndices { result[object.entity.properties[index].name] = values[index] }
-                return result
-            }
-            unresolved.append(MergeConflict(
-                objectID: id, cachedValues: named(object.snapshot?.values), objectValues: named(object.values),
-                databaseValues: current.map { named($0.values) }, cachedVersion: object.snapshot?.version ?? 0,
-                databaseVersion: current?.version))
-        }
-        if !unresolved.isEmpty { throw PostgresDataError.mergeConflict(unresolved) }
-    }
-
     /// Removes an object whose row is gone from the context.
     func forgetDeleted(_ object: ManagedObject) {
         let key = ObjectIdentifier(object)
@@ -269,56 +249,9 @@ extension ManagedObjectContext {
         pendingChanges.deleted.insert(object.objectID)
     }
 
-    /// After the commit: permanent IDs, new snapshots, cleared change sets, notifications.
-    /// Rows the save inserted do not enter the row cache (no other context knows them yet).
-    private func finishSave(version: UInt32) {
-        let coordinator = persistentStoreCoordinator
-        let inserted = Array(insertedSet.values)
-        let updated = Array(updatedSet.values)
-        let deleted = Array(deletedSet.values)
-        rebaseRelationshipSets()
-        makeAllocatedKeysPermanent(inserted)
-        for object in inserted {
-            object.snapshot = RowSnapshot(values: object.values, version: version)
-            object.isInsertedStorage = false
-            object.changedProperties.removeAll()
-        }
-        var retained: [(ManagedObjectID, RowSnapshot)] = []
-        var refreshed: [(ManagedObjectID, RowSnapshot)] = []
-        for object in updated {
-            let snapshot = RowSnapshot(values: object.values, version: version)
-            object.snapshot = snapshot
-            object.changedProperties.removeAll()
-            if !object.holdsCacheReference {
-                object.holdsCacheReference = true
-                retained.append((object.objectID, snapshot))
-            } else {
-                refreshed.append((object.objectID, snapshot))
-            }
-        }
-        coordinator.rowCache.retain(retained)
-        coordinator.rowCache.update(refreshed)
-        coordinator.rowCache.remove(deleted.map(\.objectID))
-        for object in deleted {
-            registered.remove(object.objectID)
-            object.managedObjectContext = nil
-            object.holdsCacheReference = false
-        }
-        insertedSet = [:]
-        updatedSet = [:]
-        deletedSet = [:]
-        pendingChanges = PendingChanges()
-        var payload = ContextDidSave(
-            insertedObjectIDs: Set(inserted.map(\.objectID)), updatedObjectIDs: Set(updated.map(\.objectID)),
-            deletedObjectIDs: Set(deleted.map(\.objectID)), contextName: name)
-        payload.walPosition = replayFloor
-        didSave(payload)
-        coordinator.didSave(payload, from: self)
-    }
-
     /// Makes each loaded relationship's committed IDs what the context now sees, and clears
     /// its pending join-table changes (they were written).
-    private func rebaseRelationshipSets() {
+    func rebaseRelationshipSets() {
         var rebased: [(ManagedObject, Int, [ManagedObjectID])] = []
         for object in registered.objects where !object.relationshipSets.isEmpty {
             for index in object.relationshipSets.keys {
@@ -362,67 +295,5 @@ extension ManagedObjectContext {
             object.allocatedKey = 0
             registered.insert(object)
         }
-    }
-
-    // MARK: Saving into the parent
-
-    private func save(into parent: ManagedObjectContext) throws {
-        struct Change {
-            var id: ManagedObjectID
-            var type: ManagedObject.Type
-            var values: [AttributeValue]
-            var changed: [Int]
-            var relationships: [Int: [ManagedObjectID]]
-        }
-        func change(_ object: ManagedObject, all: Bool) -> Change {
-            var relationships: [Int: [ManagedObjectID]] = [:]
-            for (index, set) in object.relationshipSets where !set.added.isEmpty || !set.removed.isEmpty {
-                if case .joinTable = object.entity.storage(of: index) { relationships[index] = relatedIDs(of: object, at: index) }
-            }
-            let changed = all ? object.entity.columnIndices : object.entity.columnIndices.filter(object.changedProperties.contains)
-            return Change(id: object.objectID, type: type(of: object), values: object.values.array, changed: changed,
-                          relationships: relationships)
-        }
-        let inserted = insertedSet.values.map { change($0, all: true) }
-        let updated = updatedSet.values.map { change($0, all: false) }
-        let deleted = deletedSet.values.map(\.objectID)
-        try parent.performAndWait { () throws in
-            for change in inserted {
-                let object = change.type.init(entity: change.id.entity, insertInto: nil)
-                object.objectID = change.id
-                object.values = PropertyValues(change.values)
-                parent.insert(object)
-            }
-            for change in updated {
-                let object = try parent.existingObject(with: change.id)
-                for index in change.changed { object.setPrimitiveValue(change.values[index], at: index) }
-            }
-            for change in inserted + updated {
-                let object = parent.object(with: change.id)
-                for (index, ids) in change.relationships {
-                    try parent.setRelatedObjects(ids.map { parent.object(with: $0) }, of: object, at: index)
-                }
-            }
-            for id in deleted { parent.delete(parent.object(with: id)) }
-        }
-        let insertedObjects = Array(insertedSet.values)
-        let updatedObjects = Array(updatedSet.values)
-        let deletedObjects = Array(deletedSet.values)
-        rebaseRelationshipSets()
-        for object in insertedObjects + updatedObjects {
-            object.snapshot = RowSnapshot(values: object.values, version: object.snapshot?.version ?? 0)
-            object.isInsertedStorage = false
-            object.changedProperties.removeAll()
-        }
-        for object in deletedObjects {
-            registered.remove(object.objectID)
-            object.managedObjectContext = nil
-        }
-        insertedSet = [:]
-        updatedSet = [:]
-        deletedSet = [:]
-        pendingChanges = PendingChanges()
-        didSave(ContextDidSave(insertedObjectIDs: Set(inserted.map(\.id)), updatedObjectIDs: Set(updated.map(\.id)),
-                               deletedObjectIDs: Set(deleted), contextName: name))
     }
 }

@@ -3,9 +3,10 @@ import Tracing
 
 extension PersistentStoreCoordinator {
     /// ``execute(_:entity:history:)`` inside its span and duration metric.
-    func tracedExecute(_ request: BatchDeleteRequest, entity: EntityDescription, history: HistoryRecord.Origin?) async throws -> BatchDeleteResult {
+    func tracedExecute(_ request: BatchDeleteRequest, entity: EntityDescription, history: HistoryRecord.Origin?,
+                       access: StoreAccess?) async throws -> BatchDeleteResult {
         try await StoreOperation.batchDelete.traced(entity: entity, store: try? loaded()) { span in
-            let result = try await execute(request, entity: entity, history: history)
+            let result = try await execute(request, entity: entity, history: history, access: access)
             ManagedObjectContext.noteWritten(result.count, kind: "delete", entity: entity, span: span, coordinator: self)
             return result
         }
@@ -15,17 +16,18 @@ extension PersistentStoreCoordinator {
     /// the delete rules reach read first (`FOR UPDATE`, so they cannot change meanwhile)
     /// and the `DELETE … RETURNING id`, in one transaction (with `history`, also the history
     /// of every row deleted or nullified).
-    func execute(_ request: BatchDeleteRequest, entity: EntityDescription, history: HistoryRecord.Origin?) async throws -> BatchDeleteResult {
+    func execute(_ request: BatchDeleteRequest, entity: EntityDescription, history: HistoryRecord.Origin?,
+                 access: StoreAccess?) async throws -> BatchDeleteResult {
         let plan = try BatchDeletePlan(request, entity: entity)
         var result = BatchDeleteResult(nothingFor: request)
         guard request.resultType == .objectIDs || !request.contextsToMerge.isEmpty || history != nil else {
-            result.count = try await withWriteConnection { connection in
+            result.count = try await withWriteConnection(access) { connection in
                 let rows = try await connection.query(plan.countingDelete, bindings: plan.bindings)
                 return Int(try rows[0].decode(Int64.self, at: 0))
             }
             return result
         }
-        return try await withWriteConnection { connection in
+        return try await withWriteConnection(access) { connection in
             try await connection.withTransaction { connection in
                 let keys = try await connection.query(plan.lockingSelect, bindings: plan.bindings)
                     .map { try $0.decode(Int64.self, at: 0) }
@@ -67,8 +69,9 @@ extension PersistentStoreCoordinator {
     }
 
     /// Runs a batch update's statement and reads what it returns.
-    func execute(_ plan: BatchUpdatePlan, entity: EntityDescription, resultType: BatchUpdateRequestResultType) async throws -> BatchUpdateResult {
-        try await withWriteConnection { connection in
+    func execute(_ plan: BatchUpdatePlan, entity: EntityDescription, resultType: BatchUpdateRequestResultType,
+                 access: StoreAccess?) async throws -> BatchUpdateResult {
+        try await withWriteConnection(access) { connection in
             let rows = try await connection.query(plan.sql, bindings: plan.bindings)
             var result = BatchUpdateResult(resultType: resultType, count: 0, objectIDs: [], updatedValues: [:])
             switch plan.returning {
@@ -104,8 +107,8 @@ extension PersistentStoreCoordinator {
 
 extension PersistentStoreCoordinator {
     func execute(_ plan: BatchInsertPlan, entity: EntityDescription, resultType: BatchInsertRequestResultType,
-                 history: HistoryRecord.Origin?) async throws -> BatchInsertResult {
-        try await withWriteConnection { connection in
+                 history: HistoryRecord.Origin?, access: StoreAccess?) async throws -> BatchInsertResult {
+        try await withWriteConnection(access) { connection in
             try await connection.withTransaction { connection in
                 var result = BatchInsertResult(resultType: resultType, count: 0, objectIDs: [])
                 for step in plan.steps {

@@ -14,9 +14,10 @@ extension PersistentStoreCoordinator {
         sql: String, bindings: PostgresBindings, batchSize: Int, estimate: ResultCountEstimate, overlapping: Bool,
         decode: @escaping @Sendable (QueryResult) throws -> Batch,
         estimated: @escaping @Sendable (Int) async -> Void,
-        deliver: @escaping @Sendable (Batch) async throws -> Void
+        deliver: @escaping @Sendable (Batch) async throws -> Void,
+        access: StoreAccess?
     ) async throws {
-        try await withReadConnection { connection in
+        try await withReadConnection(access) { connection in
             try await connection.withTransaction(TransactionOptions(isolation: .repeatableRead, readOnly: true)) { connection in
                 switch estimate {
                 case .none: break

@@ -13,9 +13,9 @@ extension PersistentStoreCoordinator {
     /// Runs a read with a pooled connection: to the replica when the work's
     /// ``StoreAccess`` allows it and the replica has replayed what the work must see, else
     /// to the primary. A replica that cannot be reached sends the read to the primary.
-    func withReadConnection<T: Sendable>(_ body: (Connection) async throws -> T) async throws -> T {
+    func withReadConnection<T: Sendable>(_ access: StoreAccess?, _ body: (Connection) async throws -> T) async throws -> T {
         let loaded = try loaded()
-        guard let access = StoreAccess.current, access.readsFromReplica, let replica = loaded.replica else {
+        guard let access, access.readsFromReplica, let replica = loaded.replica else {
             return try await withConnection(of: loaded, body)
         }
         let connection: Connection
@@ -52,7 +52,7 @@ extension PersistentStoreCoordinator {
     /// Runs writes with a pooled connection of the primary. With a read replica, the WAL
     /// position after them is read once they have committed (one more round trip) and
     /// noted, so that reads that must see them wait for the replica to replay it.
-    func withWriteConnection<T: Sendable>(_ body: (Connection) async throws -> T) async throws -> T {
+    func withWriteConnection<T: Sendable>(_ access: StoreAccess?, _ body: (Connection) async throws -> T) async throws -> T {
         let loaded = try loaded()
         guard loaded.replica != nil else { return try await withConnection(of: loaded, body) }
         let (result, position) = try await withConnection(of: loaded) { connection in
@@ -62,7 +62,7 @@ extension PersistentStoreCoordinator {
         }
         if let position {
             lastCommitPosition.withLock { $0 = max($0 ?? position, position) }
-            StoreAccess.current?.didCommit?(position)
+            access?.didCommit?(position)
         }
         return result
     }

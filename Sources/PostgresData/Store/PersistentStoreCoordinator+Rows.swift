@@ -84,8 +84,8 @@ extension PersistentStoreCoordinator {
     }
 
     /// The current rows of `keys` (missing keys have no row).
-    func fetchSnapshots(_ entity: EntityDescription, keys: [Int64]) async throws -> [(Int64, RowSnapshot)] {
-        try await withReadConnection { connection in
+    func fetchSnapshots(_ entity: EntityDescription, keys: [Int64], access: StoreAccess?) async throws -> [(Int64, RowSnapshot)] {
+        try await withReadConnection(access) { connection in
             try await Self.fetchSnapshots(entity, keys: keys, on: connection)
         }
     }
@@ -96,8 +96,8 @@ extension PersistentStoreCoordinator {
     }
 
     /// Rows of a fetch request, in its order.
-    func fetchSnapshots(sql: String, bindings: PostgresBindings, entity: EntityDescription) async throws -> [(Int64, RowSnapshot)] {
-        try await withReadConnection { connection in
+    func fetchSnapshots(sql: String, bindings: PostgresBindings, entity: EntityDescription, access: StoreAccess?) async throws -> [(Int64, RowSnapshot)] {
+        try await withReadConnection(access) { connection in
             try SnapshotDecoder.snapshots(of: try await connection.query(sql, bindings: bindings), entity: entity)
         }
     }
@@ -116,8 +116,8 @@ extension PersistentStoreCoordinator {
     /// growing it batch by batch would move a million entries about twice each. The first
     /// batch carries the result's size, for the context to size its identity map the same way.
     func querySnapshots(sql: String, bindings: PostgresBindings, entity: EntityDescription, batchSize: Int,
-                        cachesRows: Bool) async throws -> SnapshotQuery {
-        try await withReadConnection { connection in
+                        cachesRows: Bool, access: StoreAccess?) async throws -> SnapshotQuery {
+        try await withReadConnection(access) { connection in
             let result = try await connection.query(sql, bindings: bindings)
             if cachesRows && result.count > batchSize { rowCache.reserve(result.count, for: entity) }
             let decoder = SnapshotDecoder(entity: entity, result: result)
@@ -129,8 +129,8 @@ extension PersistentStoreCoordinator {
 
     /// Rows of a prefetch through a join table: each snapshot of `entity` with, in the
     /// column after it, the key of the object it is related to.
-    func fetchOwnedSnapshots(sql: String, bindings: PostgresBindings, entity: EntityDescription) async throws -> [(owner: Int64, key: Int64, snapshot: RowSnapshot)] {
-        try await withReadConnection { connection in
+    func fetchOwnedSnapshots(sql: String, bindings: PostgresBindings, entity: EntityDescription, access: StoreAccess?) async throws -> [(owner: Int64, key: Int64, snapshot: RowSnapshot)] {
+        try await withReadConnection(access) { connection in
             let result = try await connection.query(sql, bindings: bindings)
             let ownerColumn = entity.columnIndices.count + 2
             var rows: [(owner: Int64, key: Int64, snapshot: RowSnapshot)] = []
@@ -145,8 +145,8 @@ extension PersistentStoreCoordinator {
 
     /// The rows of a dictionary fetch, sharing one key set.
     func fetchDictionaryRows(sql: String, bindings: PostgresBindings,
-                             columns: [DictionaryDecoder.Column]) async throws -> FetchedDictionary.Rows {
-        try await withReadConnection { connection in
+                             columns: [DictionaryDecoder.Column], access: StoreAccess?) async throws -> FetchedDictionary.Rows {
+        try await withReadConnection(access) { connection in
             let result = try await connection.query(sql, bindings: bindings)
             return try DictionaryDecoder(columns: columns, result: result).rows(of: result)
         }
@@ -154,8 +154,8 @@ extension PersistentStoreCoordinator {
 
     /// The rows of a dictionary fetch, as Swift dictionaries.
     func fetchDictionaries(sql: String, bindings: PostgresBindings,
-                           columns: [DictionaryDecoder.Column]) async throws -> [[String: AttributeValue]] {
-        try await withReadConnection { connection in
+                           columns: [DictionaryDecoder.Column], access: StoreAccess?) async throws -> [[String: AttributeValue]] {
+        try await withReadConnection(access) { connection in
             let result = try await connection.query(sql, bindings: bindings)
             let decoder = DictionaryDecoder(columns: columns, result: result)
             var dictionaries: [[String: AttributeValue]] = []
@@ -166,14 +166,14 @@ extension PersistentStoreCoordinator {
     }
 
     /// The first column of every row, as keys (IDs, counts).
-    func fetchIntegers(sql: String, bindings: PostgresBindings) async throws -> [Int64] {
-        try await withReadConnection { connection in
+    func fetchIntegers(sql: String, bindings: PostgresBindings, access: StoreAccess?) async throws -> [Int64] {
+        try await withReadConnection(access) { connection in
             try await connection.query(sql, bindings: bindings).map { try $0.decode(Int64.self, at: 0) }
         }
     }
 
     /// The keys of the objects a relationship stored elsewhere relates `owner` to.
-    func fetchRelatedKeys(_ entity: EntityDescription, relationship index: Int, owner: Int64) async throws -> [Int64] {
+    func fetchRelatedKeys(_ entity: EntityDescription, relationship index: Int, owner: Int64, access: StoreAccess?) async throws -> [Int64] {
         let destination = entity.destination(of: index)
         let sql: String
         switch entity.storage(of: index) {
@@ -185,7 +185,7 @@ extension PersistentStoreCoordinator {
         case .foreignKey:
             return []
         }
-        return try await fetchIntegers(sql: sql, bindings: try PostgresBindings(owner))
+        return try await fetchIntegers(sql: sql, bindings: try PostgresBindings(owner), access: access)
     }
 
     /// Allocates primary keys from the entities' identity sequences, in one round trip for
@@ -201,17 +201,14 @@ extension PersistentStoreCoordinator {
 
     /// Runs a save plan in one transaction. Version-checked statements that miss rows roll
     /// the transaction back and report the rows as they are now.
-    func execute(_ plan: SavePlan) async throws -> SaveOutcome {
+    func execute(_ plan: SavePlan, access: StoreAccess?) async throws -> SaveOutcome {
         let isolation = try loaded().saveIsolation
         do {
-            return try await withWriteConnection { connection in
+            return try await withWriteConnection(access) { connection in
                 plan.isPipelined ? try await Self.runPipelined(plan, isolation: isolation, on: connection)
                                  : try await Self.runStatements(plan, isolation: isolation, on: connection)
             }
         } catch let found as ConflictsFound {
-            // The rows as they are now replace the cached ones: the next reader starts from them.
-            rowCache.update(found.conflicts.compactMap { id, row in row.map { (id, $0) } })
-            rowCache.remove(found.conflicts.filter { $0.1 == nil }.map(\.0))
             return .conflicts(found.conflicts)
         }
     }

@@ -4,8 +4,10 @@ import PostgresClient
 /// the read replica, from which replayed position on, and where its writes report the
 /// position of their commit.
 ///
-/// The context binds one to ``current`` around its store work; the coordinator's read and
-/// write paths consult it. Work started without one reads from the primary.
+/// The context makes one for each store operation (``ManagedObjectContext/makeStoreAccess(readsFromReplica:)``)
+/// and passes it down as an argument; the coordinator's read and write paths consult it. Work
+/// passed none (nil: the store has no replica, or the work is the store's own) reads from the
+/// primary.
 final class StoreAccess: Sendable {
     /// Reads may run on the replica.
     let readsFromReplica: Bool
@@ -20,18 +22,4 @@ final class StoreAccess: Sendable {
         self.didCommit = didCommit
     }
 
-    /// Runs `operation` with this access bound.
-    func run<T: Sendable>(_ operation: @Sendable () async throws -> T) async throws -> T {
-        try await Self.$current.withValue(self) { try await operation() }
-    }
-
-    @TaskLocal static var current: StoreAccess?
-}
-
-extension Optional where Wrapped == StoreAccess {
-    /// Runs `operation` with the access bound, or as it is when there is none (no replica).
-    func run<T: Sendable>(_ operation: @Sendable () async throws -> T) async throws -> T {
-        guard let access = self else { return try await operation() }
-        return try await access.run(operation)
-    }
 }
