@@ -124,7 +124,7 @@ extension ManagedObjectContext {
             if object.isFaultStorage { object.pendingRow = nil }
             object.managedObjectContext = nil
         }
-        if !released.isEmpty { persistentStoreCoordinator.rowCache.release(released) }
+        if !released.isEmpty { persistentStoreCoordinator.releaseCachedRows(released) }
     }
 
     /// A cancelled task's error as a database cancellation (SQLSTATE 57014), whichever
@@ -198,7 +198,7 @@ struct CursorFetch<Result>: @unchecked Sendable {
         let entity = entity
         let idsOnly = idsOnly
         // Faults keep their rows, undecoded until they fire.
-        let reader = request.returnsObjectsAsFaults && !fromReplica && !idsOnly ? coordinator.rowCache.beginReading() : nil
+        let reader = request.returnsObjectsAsFaults && !fromReplica && !idsOnly ? coordinator.beginReadingCachedRows() : nil
         return { result in
             if idsOnly { return .keys(try result.map { try $0.decode(Int64.self, at: 0) }) }
             let decoder = SnapshotDecoder(entity: entity, result: result)
@@ -219,7 +219,7 @@ struct CursorFetch<Result>: @unchecked Sendable {
         context.registered.reserve(wanted - seen)
         if case .rows = batch, request.returnsObjectsAsFaults, !fromReplica {
             // Faults whose rows could not stay encoded share them through the row cache.
-            context.persistentStoreCoordinator.rowCache.reserve(wanted - seen, for: entity)
+            context.persistentStoreCoordinator.reserveCachedRows(wanted - seen, for: entity)
         }
     }
 

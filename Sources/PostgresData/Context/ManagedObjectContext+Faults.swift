@@ -77,7 +77,7 @@ extension ManagedObjectContext {
         object.isDeletedStorage = true
         object.pendingRow = nil
         if object.holdsCacheReference {
-            persistentStoreCoordinator.rowCache.release(CollectionOfOne(object.objectID))
+            persistentStoreCoordinator.releaseCachedRows(CollectionOfOne(object.objectID))
             object.holdsCacheReference = false
         }
         pendingChanges.deleted.insert(object.objectID)
@@ -132,29 +132,29 @@ extension ManagedObjectContext {
     /// of an asynchronous fetch) unless the coordinator saw a newer one, or the row cache's;
     /// nil when the row changed without its values being known, or was never fetched.
     func rowWithoutQuery(for fault: ManagedObject) -> RowSnapshot? {
-        let cache = persistentStoreCoordinator.rowCache
+        let coordinator = persistentStoreCoordinator
         if !fault.holdsCacheReference, let pending = fault.pendingRow {
-            switch cache.row(for: fault.objectID, pending: pending) {
+            switch coordinator.cachedRow(for: fault.objectID, pending: pending) {
             case .own: return pending
             case .newer(let snapshot): return snapshot
             case .changed: return nil
             }
         }
-        return fault.holdsCacheReference ? cache.snapshot(for: fault.objectID) : nil
+        return fault.holdsCacheReference ? coordinator.cachedRow(for: fault.objectID) : nil
     }
 
     /// The rows that fill `faults` without a query, in one lock per kind: as
     /// ``rowWithoutQuery(for:)``, except that any context's cached row serves a fault that
     /// kept none; nil where the database must be asked.
     func rowsWithoutQuery(for faults: [ManagedObject]) -> [RowSnapshot?] {
-        let cache = persistentStoreCoordinator.rowCache
-        var rows = cache.snapshots(for: faults.map(\.objectID))
+        let coordinator = persistentStoreCoordinator
+        var rows = coordinator.cachedRows(for: faults.map(\.objectID))
         let pending = faults.indices.compactMap { index -> (Int, ManagedObjectID, RowSnapshot)? in
             guard !faults[index].holdsCacheReference, let row = faults[index].pendingRow else { return nil }
             return (index, faults[index].objectID, row)
         }
         guard !pending.isEmpty else { return rows }
-        for ((index, _, own), found) in zip(pending, cache.rows(for: pending.map { ($0.1, $0.2) })) {
+        for ((index, _, own), found) in zip(pending, coordinator.cachedRows(forFaults: pending.map { ($0.1, $0.2) })) {
             switch found {
             case .own: rows[index] = own
             case .newer(let snapshot): rows[index] = snapshot
@@ -170,7 +170,7 @@ extension ManagedObjectContext {
         let snapshot = row.decoded()
         object.fill(with: snapshot)
         if parent == nil && !object.holdsCacheReference && !readsFromReplica {
-            persistentStoreCoordinator.rowCache.retain(CollectionOfOne((object.objectID, snapshot)))
+            persistentStoreCoordinator.retainCachedRows(CollectionOfOne((object.objectID, snapshot)))
             object.holdsCacheReference = true
         }
         object.awakeFromFetch()
@@ -187,7 +187,7 @@ extension ManagedObjectContext {
         }
         guard let key = id.primaryKey else { return nil }
         let coordinator = persistentStoreCoordinator
-        if preferCache, let snapshot = coordinator.rowCache.snapshot(for: id) { return snapshot.decoded() }
+        if preferCache, let snapshot = coordinator.cachedRow(for: id) { return snapshot.decoded() }
         let entity = id.entity
         let rows = try await store { access in try await coordinator.fetchSnapshots(entity, keys: [key], access: access) }
         return rows.first?.1

@@ -57,10 +57,10 @@ extension ManagedObjectContext {
     public func mergeChanges(fromContextDidSave payload: ContextDidSave) {
         assertOnQueue()
         if let position = payload.walPosition { raiseReplayFloor(to: position) }
-        let cache = persistentStoreCoordinator.rowCache
+        let coordinator = persistentStoreCoordinator
         for id in payload.updatedObjectIDs {
             guard let object = registered[id], !object.isFaultStorage else { continue }
-            if parent == nil, let snapshot = cache.snapshot(for: id) {
+            if parent == nil, let snapshot = coordinator.cachedRow(for: id) {
                 if snapshot.version != object.snapshot?.version {
                     rebase(object, onto: snapshot, keepLocalChanges: true)
                 }
@@ -96,7 +96,7 @@ extension ManagedObjectContext {
         let updated = changes[.updated] ?? []
         let deleted = changes[.deleted] ?? []
         for context in contexts {
-            context.persistentStoreCoordinator.rowCache.remove(updated)
+            context.persistentStoreCoordinator.removeCachedRows(updated)
             context.performAndWait {
                 for id in updated {
                     guard let object = context.registered[id], !object.isFaultStorage else { continue }

@@ -115,9 +115,9 @@ extension ManagedObjectContext {
                 }
             }
         }
-        let cache = persistentStoreCoordinator.rowCache
-        if !cached.isEmpty { cache.retain(cached) }
-        if !refreshed.isEmpty { cache.update(refreshed) }
+        let coordinator = persistentStoreCoordinator
+        if !cached.isEmpty { coordinator.retainCachedRows(cached) }
+        if !refreshed.isEmpty { coordinator.refreshCachedRows(refreshed) }
         for object in awakened { object.awakeFromFetch() }
         return objects
     }
@@ -150,7 +150,7 @@ extension ManagedObjectContext {
                 object.pendingRow = rows.snapshot(at: index)
             }
         }
-        if !released.isEmpty { persistentStoreCoordinator.rowCache.release(released) }
+        if !released.isEmpty { persistentStoreCoordinator.releaseCachedRows(released) }
         return objects
     }
 

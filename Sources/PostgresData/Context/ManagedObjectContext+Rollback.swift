@@ -78,7 +78,7 @@ extension ManagedObjectContext {
         object.relationshipSets = [:]
         object.isFaultStorage = true
         if object.holdsCacheReference {
-            persistentStoreCoordinator.rowCache.release(CollectionOfOne(object.objectID))
+            persistentStoreCoordinator.releaseCachedRows(CollectionOfOne(object.objectID))
             object.holdsCacheReference = false
         }
     }

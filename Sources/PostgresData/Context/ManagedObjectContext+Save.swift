@@ -240,7 +240,7 @@ extension ManagedObjectContext {
         deletedSet[key] = nil
         registered.remove(object.objectID)
         if object.holdsCacheReference {
-            persistentStoreCoordinator.rowCache.release(CollectionOfOne(object.objectID))
+            persistentStoreCoordinator.releaseCachedRows(CollectionOfOne(object.objectID))
             object.holdsCacheReference = false
         }
         object.isDeletedStorage = true

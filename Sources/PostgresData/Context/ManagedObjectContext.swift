@@ -202,6 +202,6 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
             }
         }
         registered.removeAll()
-        if !ids.isEmpty { persistentStoreCoordinator.rowCache.release(ids) }
+        if !ids.isEmpty { persistentStoreCoordinator.releaseCachedRows(ids) }
     }
 }

@@ -119,7 +119,7 @@ extension PersistentStoreCoordinator {
                         cachesRows: Bool, access: StoreAccess?) async throws -> SnapshotQuery {
         try await withReadConnection(access) { connection in
             let result = try await connection.query(sql, bindings: bindings)
-            if cachesRows && result.count > batchSize { rowCache.reserve(result.count, for: entity) }
+            if cachesRows && result.count > batchSize { reserveCachedRows(result.count, for: entity) }
             let decoder = SnapshotDecoder(entity: entity, result: result)
             let end = min(result.count, batchSize)
             let first = SnapshotBatch(rows: try decoder.snapshots(of: result, rows: 0..<end), total: result.count)

@@ -11,7 +11,8 @@ import PostgresClient
 public final class PersistentStoreCoordinator: Sendable {
     /// The model of the objects stored.
     public let managedObjectModel: ManagedObjectModel
-    let rowCache = RowCache()
+    /// Committed rows shared by the contexts; changed only through the methods below.
+    private let rowCache = RowCache()
     let logger: Logger
 
     struct LoadedStore: Sendable {
@@ -304,5 +305,59 @@ public final class PersistentStoreCoordinator: Sendable {
         for context in contexts where context !== source && context.automaticallyMergesChangesFromParent {
             context.enqueueMerge(payload)
         }
+    }
+}
+
+/// The row cache: the coordinator owns it; contexts and the store's readers say what they
+/// read, keep, give up or wrote, through these methods only.
+extension PersistentStoreCoordinator {
+    /// The cached row of `id`, if any.
+    func cachedRow(for id: ManagedObjectID) -> RowSnapshot? { rowCache.snapshot(for: id) }
+
+    /// The cached rows of `ids`, nil where none is cached.
+    func cachedRows(for ids: [ManagedObjectID]) -> [RowSnapshot?] { rowCache.snapshots(for: ids) }
+
+    /// What fills a fault that kept its own row (`pending`): that row, a newer cached one, or
+    /// neither (the row changed since: read it again).
+    func cachedRow(for id: ManagedObjectID, pending: RowSnapshot) -> RowCache.FaultRow { rowCache.row(for: id, pending: pending) }
+
+    /// ``cachedRow(for:pending:)`` for many faults, in one lock.
+    func cachedRows(forFaults faults: some Collection<(ManagedObjectID, RowSnapshot)>) -> [RowCache.FaultRow] { rowCache.rows(for: faults) }
+
+    /// Takes a reference on each row for a context's object (adding the row when new).
+    func retainCachedRows(_ rows: some Sequence<(ManagedObjectID, RowSnapshot)>) { rowCache.retain(rows) }
+
+    /// Gives up a context's references; a row without references leaves.
+    func releaseCachedRows(_ ids: some Sequence<ManagedObjectID>) { rowCache.release(ids) }
+
+    /// Replaces cached rows with newer ones (references unchanged).
+    func refreshCachedRows(_ rows: some Sequence<(ManagedObjectID, RowSnapshot)>) { rowCache.update(rows) }
+
+    /// Drops rows that changed or went (the next reader reads them again).
+    func removeCachedRows(_ ids: some Sequence<ManagedObjectID>) { rowCache.remove(ids) }
+
+    /// Makes room for `count` more rows of `entity` before a large result arrives.
+    func reserveCachedRows(_ count: Int, for entity: EntityDescription) { rowCache.reserve(count, for: entity) }
+
+    /// Starts a reader whose faults keep their rows to themselves (see ``RowCache/beginReading()``).
+    func beginReadingCachedRows() -> RowCache.Reader { rowCache.beginReading() }
+
+    /// Rows in the cache now (for tests and monitoring).
+    var cachedRowCount: Int { rowCache.count }
+
+    /// Rows a save found changed underneath: the rows as they are now replace the cached ones
+    /// (a nil row: deleted), so that the next reader starts from them.
+    func noteCurrentRows(_ rows: [(ManagedObjectID, RowSnapshot?)]) {
+        rowCache.update(rows.compactMap { id, row in row.map { (id, $0) } })
+        rowCache.remove(rows.filter { $0.1 == nil }.map(\.0))
+    }
+
+    /// Rows a save committed: `retained` now referenced by the saving context, `refreshed`
+    /// already referenced, `deleted` gone.
+    func noteCommittedRows(retained: [(ManagedObjectID, RowSnapshot)], refreshed: [(ManagedObjectID, RowSnapshot)],
+                           deleted: [ManagedObjectID]) {
+        rowCache.retain(retained)
+        rowCache.update(refreshed)
+        rowCache.remove(deleted)
     }
 }
