@@ -60,7 +60,7 @@ final class StreamState: @unchecked Sendable {
     let mode: StreamMode
     var started = false
     var finished = false
-    var cursorName: String?
+    var cursor: CursorStatements?
     var ownsTransaction = false
     /// Set when another statement ended the stream before it was read to its end.
     var interrupted = false
@@ -119,25 +119,24 @@ extension Connection {
                 break
             }
             cursorCounter += 1
-            let name = "pd_cursor_\(cursorCounter)"
+            let cursor = CursorStatements(number: cursorCounter, batchSize: size)
             do {
-                _ = try run("DECLARE \(name) NO SCROLL CURSOR FOR \(state.sql)", state.bindings, format: .binary,
-                            token: token, for: state)
+                _ = try run(cursor.declare(state.sql), state.bindings, format: .binary, token: token, for: state)
             } catch {
                 endCursor(state)
                 throw error
             }
-            state.cursorName = name
+            state.cursor = cursor
         }
-        guard let name = state.cursorName else { return nil }
+        guard let cursor = state.cursor else { return nil }
         let batch: QueryResult
         do {
-            batch = try run("FETCH FORWARD \(size) FROM \(name)", PostgresBindings(), format: .binary, token: token, for: state)
+            batch = try run(cursor.fetch, PostgresBindings(), format: .binary, token: token, for: state)
         } catch {
             endCursor(state)
             throw error
         }
-        if batch.count < size { endCursor(state) }
+        if cursor.isLast(batch.count) { endCursor(state) }
         return batch.isEmpty ? nil : batch
     }
 
@@ -149,10 +148,10 @@ extension Connection {
         let status = PQtransactionStatus(handle)
         if state.ownsTransaction {
             _ = try? runSimple(status == PQTRANS_INTRANS ? "COMMIT" : "ROLLBACK", token: nil, for: state)
-        } else if let name = state.cursorName, status == PQTRANS_INTRANS {
-            _ = try? runSimple("CLOSE \(name)", token: nil, for: state)
+        } else if let cursor = state.cursor, status == PQTRANS_INTRANS {
+            _ = try? runSimple(cursor.close, token: nil, for: state)
         }
-        state.cursorName = nil
+        state.cursor = nil
     }
 
     private func nextSingleRowBatch(_ state: StreamState, size: Int, token: CancelToken) throws -> QueryResult? {

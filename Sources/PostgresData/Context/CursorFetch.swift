@@ -1,0 +1,102 @@
+import PostgresClient
+
+/// The statement of a cursor fetch and how its rows become results, planned on the
+/// context's queue when the fetch starts.
+struct CursorFetch<Result>: @unchecked Sendable {
+    /// Decoded rows of one `FETCH`: keys, keys with snapshots, or, for faults, the rows
+    /// kept encoded.
+    enum Batch: Sendable {
+        case keys([Int64])
+        case rows([(Int64, RowSnapshot)])
+        case encoded(EncodedRows)
+
+        var count: Int {
+            switch self {
+            case .keys(let keys): keys.count
+            case .rows(let rows): rows.count
+            case .encoded(let rows): rows.count
+            }
+        }
+    }
+
+    let entity: EntityDescription
+    let request: FetchRequest<Result>
+    let idsOnly: Bool
+    /// The rows come from the read replica (a read-only context, or a request allowing it).
+    let fromReplica: Bool
+    let sql: String
+    let bindings: PostgresBindings
+    // Context objects: read on the context's queue only.
+    private let pending: ManagedObjectContext.PendingObjects
+
+    init(_ request: FetchRequest<Result>, in context: ManagedObjectContext) throws {
+        let entity = try context.entity(named: request.entityName)
+        switch request.resultType {
+        case .managedObject where entity.managedObjectClass is Result.Type || Result.self == ManagedObject.self:
+            idsOnly = !request.includesPropertyValues
+        case .managedObjectID where Result.self == ManagedObjectID.self:
+            idsOnly = true
+        default:
+            throw PostgresDataError.invalidRequest("an asynchronous or batched fetch returns objects or object IDs of \(entity.name), not \(Result.self) (\(request.resultType)); use fetch(_:) for dictionaries and counts")
+        }
+        self.entity = entity
+        self.request = request
+        fromReplica = context.isReadOnly || request.allowsReadingFromReplica
+        pending = request.includesPendingChanges ? try context.pendingObjects(of: entity, matching: request.predicate)
+            : ManagedObjectContext.PendingObjects()
+        let storeRequest = ManagedObjectContext.storeRequest(request, pending: pending)
+        let columns = idsOnly ? "t.\"id\"" : PersistentStoreCoordinator.selectList(entity)
+        (sql, bindings) = try storeRequest.sql(for: entity, columns: columns, excluding: pending.excludedKeys)
+    }
+
+    /// Decodes one `FETCH`'s rows, off the context. Take it when the fetch starts: for
+    /// faults, it begins the row cache's reader their rows depend on.
+    func decode(in coordinator: PersistentStoreCoordinator) -> @Sendable (QueryResult) throws -> Batch {
+        let entity = entity
+        let idsOnly = idsOnly
+        // Faults keep their rows, undecoded until they fire.
+        let reader = request.returnsObjectsAsFaults && !fromReplica && !idsOnly ? coordinator.beginReadingCachedRows() : nil
+        return { result in
+            if idsOnly { return .keys(try result.map { try $0.decode(Int64.self, at: 0) }) }
+            let decoder = SnapshotDecoder(entity: entity, result: result)
+            if let reader, let rows = try EncodedRows(result, decoder: decoder, reader: reader) { return .encoded(rows) }
+            return .rows(try decoder.snapshots(of: result, rows: 0..<result.count))
+        }
+    }
+
+    /// Makes room in the identity map (and the row cache, for faults) before a full batch of
+    /// a large result, so that they do not grow by doubling, rehashing everything each time:
+    /// for the planner's estimate, but never more than 16 times the rows seen so far (an
+    /// estimate can be far off).
+    func reserve(for batch: Batch, seen: Int, estimate: Int?, in context: ManagedObjectContext) {
+        let count = batch.count
+        guard let estimate, seen + count < estimate else { return }
+        let wanted = min(estimate, 16 * (seen + count))
+        guard context.registered.capacity < context.registered.count + wanted - seen else { return }
+        context.registered.reserve(wanted - seen)
+        if case .rows = batch, request.returnsObjectsAsFaults, !fromReplica {
+            // Faults whose rows could not stay encoded share them through the row cache.
+            context.persistentStoreCoordinator.reserveCachedRows(wanted - seen, for: entity)
+        }
+    }
+
+    /// Registers a batch in the context (on its queue); its objects, in the store's order.
+    func register(_ batch: Batch, in context: ManagedObjectContext) -> [ManagedObject] {
+        switch batch {
+        case .keys(let keys):
+            return keys.map { context.object(with: ManagedObjectID(entity: entity, primaryKey: $0)) }
+        case .rows(let rows):
+            return context.register(rows, entity: entity, asFaults: request.returnsObjectsAsFaults,
+                                    sharesRows: request.returnsObjectsAsFaults, fromReplica: fromReplica)
+        case .encoded(let rows):
+            return context.registerFaults(rows, entity: entity)
+        }
+    }
+
+    /// The results: the store's objects with the pending ones merged in, as `Result`s.
+    func finalResults(_ objects: [ManagedObject], in context: ManagedObjectContext) throws -> [Result] {
+        let merged = try context.merging(pending, into: objects, for: request)
+        if Result.self == ManagedObjectID.self { return unsafeBitCast(merged.map(\.objectID), to: [Result].self) }
+        return unsafeBitCast(merged, to: [Result].self)
+    }
+}
