@@ -18,7 +18,7 @@
 /// ``PersistentAttributeValue`` types and any `Codable` type (stored as `jsonb`); a property
 /// of a `ManagedObject` type is a to-one relationship, a `Set` of one a to-many relationship.
 /// Options: `tableName`, `uniquenessConstraints` (property names), `indexes`.
-@attached(member, names: named(_$entity), named(entity), named(_$keyPathNames))
+@attached(member, names: named(_$entity), named(entity), named(_$keyPathNames), named(_$validatedKeys), named(_$validate))
 @attached(memberAttribute)
 public macro Entity(tableName: String? = nil, uniquenessConstraints: [[String]] = [], indexes: [[String]] = []) =
     #externalMacro(module: "PostgresDataMacros", type: "EntityMacro")

@@ -9,5 +9,13 @@ public struct ValidationFailure: Sendable, Hashable, CustomStringConvertible {
     /// What is wrong, in words.
     public var reason: String
 
+    /// A failure of `objectID`'s `key` (nil: the whole object), for rules of your own
+    /// (`validate<Key>`, ``ManagedObject/validateForUpdate()``) that report several at once.
+    public init(objectID: ManagedObjectID, key: String?, reason: String) {
+        self.objectID = objectID
+        self.key = key
+        self.reason = reason
+    }
+
     public var description: String { "\(objectID)\(key.map { ".\($0)" } ?? ""): \(reason)" }
 }

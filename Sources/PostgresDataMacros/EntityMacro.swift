@@ -26,6 +26,7 @@ public struct EntityMacro: MemberMacro, MemberAttributeMacro {
         let className = classDecl.name.text
         var descriptions: [String] = []
         var keyPaths: [String] = []
+        var persistentNames: [String] = []
         for member in classDecl.memberBlock.members {
             guard let property = StoredProperty(member.decl), property.isPersistent else { continue }
             guard property.type != nil || property.initializer != nil else {
@@ -33,6 +34,7 @@ public struct EntityMacro: MemberMacro, MemberAttributeMacro {
                 continue
             }
             descriptions.append(description(of: property))
+            persistentNames.append(property.name)
             keyPaths.append("\\\(className).\(property.name): \"\(property.name)\"")
         }
         var entityArguments = "name: \"\(className)\", managedObjectClass: \(className).self, properties: [\n"
@@ -49,11 +51,50 @@ public struct EntityMacro: MemberMacro, MemberAttributeMacro {
                 if let expression = byLabel[label] { entityArguments += ", \(label): \(expression)" }
             }
         }
-        return [
+        var members: [DeclSyntax] = [
             "nonisolated static let _$entity = _$EntityDescription(\(raw: entityArguments))",
             "public override class func entity() -> _$EntityDescription { _$entity }",
             "public override class var _$keyPathNames: [AnyKeyPath: String] { [\(raw: keyPaths.isEmpty ? ":" : keyPaths.joined(separator: ", "))] }",
         ]
+        let rules = validationRules(in: classDecl, properties: Set(persistentNames))
+        if !rules.isEmpty {
+            let keys = rules.map { "\"\($0.key)\"" }.joined(separator: ", ")
+            let cases = rules.map { rule in
+                "case \"\(rule.key)\": try _$validate(&value, as: (\(rule.type)).self) { try self.\(rule.method)(&$0) }"
+            }.joined(separator: "\n")
+            members.append("public override class var _$validatedKeys: [String] { [\(raw: keys)] }")
+            members.append("""
+                public override func _$validate(_ key: String, _ value: inout _$AttributeValue) throws {
+                    switch key {
+                    \(raw: cases)
+                    default: try super._$validate(key, &value)
+                    }
+                }
+                """)
+        }
+        return members
+    }
+
+    /// The class's `validate<Key>(_ value: inout T) throws` methods whose key is one of its
+    /// persistent properties (Core Data's `validate<Key>:error:`), in declaration order.
+    private static func validationRules(in classDecl: ClassDeclSyntax,
+                                        properties: Set<String>) -> [(key: String, type: String, method: String)] {
+        var rules: [(key: String, type: String, method: String)] = []
+        for member in classDecl.memberBlock.members {
+            guard let function = member.decl.as(FunctionDeclSyntax.self) else { continue }
+            let name = function.name.text
+            guard name.hasPrefix("validate"), name.count > "validate".count,
+                  function.signature.effectSpecifiers?.throwsClause != nil,
+                  function.signature.parameterClause.parameters.count == 1,
+                  let parameter = function.signature.parameterClause.parameters.first,
+                  let attributed = parameter.type.as(AttributedTypeSyntax.self),
+                  attributed.specifiers.contains(where: { $0.trimmedDescription == "inout" }) else { continue }
+            let suffix = name.dropFirst("validate".count)
+            let key = suffix.prefix(1).lowercased() + suffix.dropFirst()
+            guard properties.contains(key) else { continue }
+            rules.append((key, attributed.baseType.trimmedDescription, name))
+        }
+        return rules
     }
 
     /// `_$property("name", Type.self, default: value, options…)`.

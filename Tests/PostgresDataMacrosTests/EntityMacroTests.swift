@@ -124,6 +124,69 @@ final class EntityMacroTests: XCTestCase {
             macros: macros)
     }
 
+    func testValidateKeyMethodsAreDispatchedByKey() {
+        assertMacroExpansion(
+            """
+            @Entity final class Account: ManagedObject {
+                @Attribute(minLength: 1) var code: String
+                func validateCode(_ value: inout String) throws {}
+                func validateEverything() throws {}
+                func validateMissing(_ value: inout Int) throws {}
+            }
+            """,
+            expandedSource: """
+            final class Account: ManagedObject {
+                var code: String {
+                    @storageRestrictions(initializes: _$code)
+                    init(initialValue) {
+                        _$code = .init()
+                    }
+                    get {
+                        _$get(Self._$i_code)
+                    }
+                    set {
+                        _$set(Self._$i_code, newValue)
+                    }
+                }
+
+                private var _$code = _$PropertyMarker()
+
+                private static let _$i_code = _$index(entity(), "code")
+                func validateCode(_ value: inout String) throws {}
+                func validateEverything() throws {}
+                func validateMissing(_ value: inout Int) throws {}
+
+                nonisolated static let _$entity = _$EntityDescription(name: "Account", managedObjectClass: Account.self, properties: [
+                        _$property("code", (String).self, minLength: 1),
+                    ])
+
+                public override class func entity() -> _$EntityDescription {
+                    _$entity
+                }
+
+                public override class var _$keyPathNames: [AnyKeyPath: String] {
+                    [\\Account.code: "code"]
+                }
+
+                public override class var _$validatedKeys: [String] {
+                    ["code"]
+                }
+
+                public override func _$validate(_ key: String, _ value: inout _$AttributeValue) throws {
+                    switch key {
+                    case "code":
+                        try _$validate(&value, as: (String).self) {
+                            try self.validateCode(&$0)
+                        }
+                    default:
+                        try super._$validate(key, &value)
+                    }
+                }
+            }
+            """,
+            macros: macros)
+    }
+
     func testEntityOnAStructIsAnError() {
         assertMacroExpansion(
             """

@@ -7,6 +7,7 @@ extension ManagedObject {
     /// `PostgresData` (PostgresNIO has one) still compiles — `PostgresData.EntityDescription`
     /// would be looked up in that type.
     public typealias _$EntityDescription = EntityDescription
+    public typealias _$AttributeValue = AttributeValue
 
     /// An attribute property of an `@Entity` class.
     public static func _$property<Value: PersistentAttributeValue>(

@@ -232,6 +232,13 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     /// generates it, so Foundation `#Predicate`s and `SortDescriptor`s translate to key names.
     open class var _$keyPathNames: [AnyKeyPath: String] { [:] }
 
+    /// The keys the class has a `validate<Key>` rule for; `@Entity` generates it.
+    open class var _$validatedKeys: [String] { [] }
+
+    /// Runs the class's `validate<Key>` rule for `key` on `value`; `@Entity` generates it.
+    /// Use ``validateValue(_:forKey:)``, which checks the model's rules first.
+    open func _$validate(_ key: String, _ value: inout AttributeValue) throws {}
+
     private static func entity(in context: ManagedObjectContext) -> EntityDescription {
         // The context's model's own description: the class's may belong to another model.
         if self != ManagedObject.self { return context.persistentStoreCoordinator.managedObjectModel.entity(for: self) ?? entity() }
@@ -350,6 +357,9 @@ open class ManagedObject: Hashable, CustomStringConvertible {
             for reason in rule.violations(of: values[index]) {
                 failures.append(ValidationFailure(objectID: objectID, key: rule.attribute.name, reason: reason))
             }
+        }
+        if !type(of: self)._$validatedKeys.isEmpty {
+            failures += customValidationFailures(skipping: Set(failures.compactMap(\.key)))
         }
         for index in entity.relationshipIndices {
             switch entity.properties[index] {
