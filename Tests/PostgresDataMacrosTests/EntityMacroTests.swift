@@ -125,10 +125,11 @@ final class EntityMacroTests: XCTestCase {
     }
 
     func testValidateKeyMethodsAreDispatchedByKey() {
+        // Only @Entity expands here: the property's accessors are another test's subject.
         assertMacroExpansion(
             """
             @Entity final class Account: ManagedObject {
-                @Attribute(minLength: 1) var code: String
+                var code: String
                 func validateCode(_ value: inout String) throws {}
                 func validateEverything() throws {}
                 func validateMissing(_ value: inout Int) throws {}
@@ -136,28 +137,14 @@ final class EntityMacroTests: XCTestCase {
             """,
             expandedSource: """
             final class Account: ManagedObject {
-                var code: String {
-                    @storageRestrictions(initializes: _$code)
-                    init(initialValue) {
-                        _$code = .init()
-                    }
-                    get {
-                        _$get(Self._$i_code)
-                    }
-                    set {
-                        _$set(Self._$i_code, newValue)
-                    }
-                }
-
-                private var _$code = _$PropertyMarker()
-
-                private static let _$i_code = _$index(entity(), "code")
+                @_PersistentProperty
+                var code: String
                 func validateCode(_ value: inout String) throws {}
                 func validateEverything() throws {}
                 func validateMissing(_ value: inout Int) throws {}
 
                 nonisolated static let _$entity = _$EntityDescription(name: "Account", managedObjectClass: Account.self, properties: [
-                        _$property("code", (String).self, minLength: 1),
+                        _$property("code", (String).self),
                     ])
 
                 public override class func entity() -> _$EntityDescription {
@@ -184,7 +171,7 @@ final class EntityMacroTests: XCTestCase {
                 }
             }
             """,
-            macros: macros)
+            macros: ["Entity": EntityMacro.self])
     }
 
     func testEntityOnAStructIsAnError() {
