@@ -24,14 +24,16 @@ public macro Entity(tableName: String? = nil, uniquenessConstraints: [[String]] 
     #externalMacro(module: "PostgresDataMacros", type: "EntityMacro")
 
 /// Options of an attribute of an `@Entity` class: constraints (checked by the context and
-/// by `CHECK` clauses of the schema), uniqueness, an index, a column name.
+/// by `CHECK` clauses of the schema) — a range, a length, a pattern, a validation predicate
+/// with `SELF` for the value (`validation: "SELF BEGINSWITH 'A'"`) — uniqueness, an index, a
+/// column name.
 ///
 /// Core Data equivalent: the attribute inspector; SwiftData's `@Attribute`.
 @attached(accessor, names: named(init), named(get), named(set))
 @attached(peer, names: prefixed(`_$`), prefixed(`_$i_`))
 public macro Attribute(
     _ options: AttributeOption..., minValue: Double? = nil, maxValue: Double? = nil, minLength: Int? = nil,
-    maxLength: Int? = nil, regularExpression: String? = nil, columnName: String? = nil
+    maxLength: Int? = nil, regularExpression: String? = nil, validation: String? = nil, columnName: String? = nil
 ) = #externalMacro(module: "PostgresDataMacros", type: "PersistentPropertyMacro")
 
 /// Options of a relationship of an `@Entity` class: delete rule, inverse, count limits.
@@ -53,7 +55,7 @@ public macro Transient() = #externalMacro(module: "PostgresDataMacros", type: "T
 @attached(peer, names: prefixed(`_$`), prefixed(`_$i_`))
 public macro _PersistentProperty() = #externalMacro(module: "PostgresDataMacros", type: "PersistentPropertyMacro")
 
-/// Options of ``Attribute(_:minValue:maxValue:minLength:maxLength:regularExpression:columnName:)``.
+/// Options of ``Attribute(_:minValue:maxValue:minLength:maxLength:regularExpression:validation:columnName:)``.
 public enum AttributeOption: Sendable, Hashable {
     /// No two objects may have the same value (`UNIQUE`).
     case unique

@@ -12,6 +12,7 @@ struct LettersOnly: Error, CustomStringConvertible {
     var code: String = ""
     @Attribute(minValue: 0) var balance: Int = 0
     var note: String?
+    @Attribute(validation: "SELF BEGINSWITH 'L' AND SELF != 'LX'") var label: String = "L0"
 
     /// Core Data's validate<Key>: found by @Entity, run with the model's rules.
     func validateCode(_ value: inout String) throws {
@@ -84,5 +85,43 @@ struct LettersOnly: Error, CustomStringConvertible {
             try await context.save()
         }
         #expect(try await container.rawStrings("SELECT code FROM ledger ORDER BY code") == ["fine", "ok"])
+    }
+
+    @Test func aValidationPredicateIsANamedCheckConstraintOfItsColumn() throws {
+        let sql = ManagedObjectModel(Ledger.self).createSchemaSQL()
+        #expect(sql.contains(#"CONSTRAINT "ledger_label_valid" CHECK (("label" LIKE (replace(replace(replace('L'::text, '\', '\\'), '%', '\%'), '_', '\_') || '%')) AND ("label" IS DISTINCT FROM 'LX'::text))"#), "\(sql)")
+    }
+
+    @Test func aValidationPredicateHoldsBeforeASaveAndInTheDatabase() async throws {
+        let container = try await container()
+        let context = container.newBackgroundContext()
+        try await context.perform {
+            let ledger = Ledger(context: context)
+            ledger.code = "ok"
+            ledger.label = "Q1"
+            do {
+                try await context.save()
+                Issue.record("the save should have failed")
+            } catch PostgresDataError.validation(let failures) {
+                #expect(failures.map(\.key) == ["label"])
+                #expect(failures.first?.reason == "does not satisfy SELF BEGINSWITH 'L' AND SELF != 'LX'")
+            }
+            var candidate = AttributeValue.string("LX")
+            #expect(throws: PostgresDataError.self) { try ledger.validateValue(&candidate, forKey: "label") }
+            var good = AttributeValue.string("L7")
+            try ledger.validateValue(&good, forKey: "label")
+            #expect(ledger.label == "Q1")          // the candidate only stood in
+            ledger.label = "L1"
+            try await context.save()
+        }
+        // A batch update bypasses the objects; the database holds it to the same rule.
+        var update = BatchUpdateRequest(entityName: "Ledger")
+        update.propertiesToUpdate = ["label": "LX"]
+        await #expect { try await context.execute(update) } throws: { error in
+            guard case PostgresDataError.constraintViolation(let constraint, let name, let underlying) = error else { return false }
+            return name == "ledger_label_valid" && underlying.sqlState?.rawValue == "23514"
+                && constraint?.keys == ["label"] && constraint?.rule == "label: SELF BEGINSWITH 'L' AND SELF != 'LX'"
+        }
+        #expect(try await container.rawStrings("SELECT label FROM ledger") == ["L1"])
     }
 }

@@ -37,6 +37,14 @@ public struct AttributeDescription: Sendable, Hashable {
     public var isUnique: Bool
     /// The column name; snake_case of ``name`` unless set.
     public var columnName: String
+    /// Predicates every non-nil value must satisfy, in the predicate language, with `SELF`
+    /// for the value (`"SELF BEGINSWITH 'A'"`, `"SELF BETWEEN {1, 9}"`). Checked before a
+    /// save, and each is also a named `CHECK` constraint of the column, so that batch
+    /// requests and other programs obey it; a predicate must then test this value alone
+    /// (no other key, no relationship).
+    ///
+    /// Core Data equivalent: `validationPredicates` of `NSPropertyDescription`.
+    public var validationPredicates: [String] = []
 
     /// Describes an attribute.
     public init(name: String, type: AttributeType, isOptional: Bool = false, defaultValue: AttributeValue = .null,

@@ -272,11 +272,19 @@ final class AttributeRule: Sendable {
     let attribute: AttributeDescription
     /// True when only nil needs a check (no range, length or pattern).
     let checksOnlyNil: Bool
+    /// The attribute's validation predicates, parsed once, with `SELF` read as the attribute's
+    /// key (the node is nil when the format does not parse: the error says why).
+    let predicates: [(format: String, node: Result<PredicateNode, PredicateSyntaxError>)]
 
     init(_ attribute: AttributeDescription) {
         self.attribute = attribute
         checksOnlyNil = attribute.minValue == nil && attribute.maxValue == nil && attribute.minLength == nil
             && attribute.maxLength == nil && attribute.regularExpression == nil
+        predicates = attribute.validationPredicates.map { format in
+            (format, Result { () throws(PredicateSyntaxError) -> PredicateNode in
+                try FetchPredicate(format: format).node.readingSelf(as: attribute.name)
+            })
+        }
     }
 
     func violations(of value: AttributeValue) -> [String] {

@@ -13,23 +13,25 @@ extension ManagedObject {
     public static func _$property<Value: PersistentAttributeValue>(
         _ name: String, _ type: Value.Type, default defaultValue: Value? = nil, _ options: AttributeOption...,
         minValue: Double? = nil, maxValue: Double? = nil, minLength: Int? = nil, maxLength: Int? = nil,
-        regularExpression: String? = nil, columnName: String? = nil
+        regularExpression: String? = nil, validation: String? = nil, columnName: String? = nil
     ) -> PropertyDescription {
-        .attribute(AttributeDescription(
+        var attribute = AttributeDescription(
             name: name, valueType: Value.self, defaultValue: defaultValue, minValue: minValue, maxValue: maxValue,
             minLength: minLength, maxLength: maxLength, regularExpression: regularExpression,
-            isIndexed: options.contains(.indexed), isUnique: options.contains(.unique), columnName: columnName))
+            isIndexed: options.contains(.indexed), isUnique: options.contains(.unique), columnName: columnName)
+        attribute.validationPredicates = validation.map { [$0] } ?? []
+        return .attribute(attribute)
     }
 
     /// An attribute of an `@Entity` class declared only by its default value (`var done = false`).
     public static func _$property<Value: PersistentAttributeValue>(
         _ name: String, default defaultValue: Value, _ options: AttributeOption...,
         minValue: Double? = nil, maxValue: Double? = nil, minLength: Int? = nil, maxLength: Int? = nil,
-        regularExpression: String? = nil, columnName: String? = nil
+        regularExpression: String? = nil, validation: String? = nil, columnName: String? = nil
     ) -> PropertyDescription {
         var description = _$property(name, Value.self, default: defaultValue, minValue: minValue, maxValue: maxValue,
                                      minLength: minLength, maxLength: maxLength, regularExpression: regularExpression,
-                                     columnName: columnName)
+                                     validation: validation, columnName: columnName)
         if case .attribute(var attribute) = description {
             attribute.isIndexed = options.contains(.indexed)
             attribute.isUnique = options.contains(.unique)

@@ -34,7 +34,16 @@ extension ManagedObject {
             throw PostgresDataError.unknownKey(key, entity: entity.name, known: entity.properties.map(\.name))
         }
         guard case .attribute(let attribute) = entity.properties[index] else { return }
-        let failures = attribute.violations(of: value).map { ValidationFailure(objectID: objectID, key: key, reason: $0) }
+        var reasons = attribute.violations(of: value)
+        if reasons.isEmpty, let rule = entity.attributeRules.first(where: { $0.index == index })?.rule, !rule.predicates.isEmpty {
+            // The predicates read the object: the candidate value stands in for a moment.
+            willAccessValues()
+            let current = values[index]
+            values[index] = value
+            reasons = predicateViolations(rule, at: index)
+            values[index] = current
+        }
+        let failures = reasons.map { ValidationFailure(objectID: objectID, key: key, reason: $0) }
         if !failures.isEmpty { throw PostgresDataError.validation(failures) }
         do {
             try _$validate(key, &value)
@@ -53,6 +62,27 @@ extension ManagedObject {
             do { try _$validate(key, &value) } catch { failures += validationFailures(from: error, key: key) }
         }
         return failures
+    }
+
+    /// The reasons the value at `index` breaks its attribute's validation predicates (none
+    /// for nil: optionality is the model's other rule).
+    func predicateViolations(_ rule: AttributeRule, at index: Int) -> [String] {
+        guard !rule.predicates.isEmpty, !values[index].isNull else { return [] }
+        var reasons: [String] = []
+        for (format, parsed) in rule.predicates {
+            switch parsed {
+            case .failure(let error):
+                reasons.append("has a validation predicate that does not parse (\(format)): \(error)")
+            case .success(let node):
+                var evaluator = PredicateEvaluator()
+                do {
+                    if try !evaluator.evaluate(node, on: self) { reasons.append("does not satisfy \(format)") }
+                } catch {
+                    reasons.append("cannot be checked against \(format): \(error)")
+                }
+            }
+        }
+        return reasons
     }
 
     private static func validatedKeys(of type: ManagedObject.Type) -> [String] { type._$validatedKeys }

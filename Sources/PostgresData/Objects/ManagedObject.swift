@@ -354,7 +354,9 @@ open class ManagedObject: Hashable, CustomStringConvertible {
         willAccessValues()
         var failures: [ValidationFailure] = []
         for (index, rule) in entity.attributeRules {
-            for reason in rule.violations(of: values[index]) {
+            var reasons = rule.violations(of: values[index])
+            if reasons.isEmpty { reasons = predicateViolations(rule, at: index) }
+            for reason in reasons {
                 failures.append(ValidationFailure(objectID: objectID, key: rule.attribute.name, reason: reason))
             }
         }

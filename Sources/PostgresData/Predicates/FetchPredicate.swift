@@ -60,6 +60,30 @@ public struct FetchPredicate: Sendable, Hashable, CustomStringConvertible {
 }
 
 extension PredicateNode {
+    /// The predicate with the key path `SELF` (any case) read as the key `key`: a property's
+    /// validation predicate made a predicate of its object.
+    func readingSelf(as key: String) -> PredicateNode {
+        func mapped(_ value: PredicateValue) -> PredicateValue {
+            switch value {
+            case .keyPath(let path) where path.first?.uppercased() == "SELF": .keyPath([key] + path.dropFirst())
+            case .list(let elements): .list(elements.map(mapped))
+            case .arithmetic(let op, let left, let right): .arithmetic(op, mapped(left), mapped(right))
+            case .negated(let inner): .negated(mapped(inner))
+            default: value
+            }
+        }
+        switch self {
+        case .constant: return self
+        case .not(let inner): return .not(inner.readingSelf(as: key))
+        case .and(let terms): return .and(terms.map { $0.readingSelf(as: key) })
+        case .or(let terms): return .or(terms.map { $0.readingSelf(as: key) })
+        case .comparison(var comparison):
+            comparison.left = mapped(comparison.left)
+            comparison.right = mapped(comparison.right)
+            return .comparison(comparison)
+        }
+    }
+
     func substituting(_ value: (String) -> PredicateValue?) -> PredicateNode {
         switch self {
         case .constant: self

@@ -11,10 +11,15 @@ import PostgresClient
 struct PredicateSQL {
     let entity: EntityDescription
     var bindings: PostgresBindings
+    /// Constants written into the SQL as literals instead of bound (a `CHECK` constraint
+    /// from the model has no parameters); only values of the model, never of a request.
+    var inlinesConstants = false
+    /// The alias of the entity's table; empty for bare column names (a `CHECK`).
+    var rootAlias = "t"
     /// `LEFT JOIN` clauses for to-one key paths, in order.
     private(set) var joins: [String] = []
     private var joinAliases: [String: String] = [:]
-    private var subqueryCount = 0
+    private(set) var subqueryCount = 0
     /// SUBQUERY variables in scope: name → (entity, alias).
     private var scopes: [String: (EntityDescription, String)] = [:]
 
@@ -25,7 +30,7 @@ struct PredicateSQL {
 
     /// The condition for `node`.
     mutating func condition(_ node: PredicateNode) throws -> String {
-        try condition(node, entity: entity, alias: "t")
+        try condition(node, entity: entity, alias: rootAlias)
     }
 
     private mutating func condition(_ node: PredicateNode, entity: EntityDescription, alias: String) throws -> String {
@@ -63,13 +68,13 @@ struct PredicateSQL {
             }
             (entity, alias) = scope
             components.removeFirst()
-            if components.isEmpty { return .column("\(alias).\"id\"", .integer64, key: first) }
+            if components.isEmpty { return .column(Self.qualified(alias, "\"id\""), .integer64, key: first) }
         }
         let key = path.joined(separator: ".")
         for (position, name) in components.enumerated() {
             guard let index = entity.propertyIndex(named: name) else {
                 if name == "id" || name == "objectID" || name == "self" {
-                    return .column("\(alias).\"id\"", .integer64, key: key)
+                    return .column(Self.qualified(alias, "\"id\""), .integer64, key: key)
                 }
                 throw Self.unknownKey(name, in: entity, path: key)
             }
@@ -78,7 +83,7 @@ struct PredicateSQL {
                 guard position == components.count - 1 else {
                     throw PostgresDataError.invalidRequest("\(entity.name).\(name) is an attribute, so the key path \(key) cannot go past it")
                 }
-                return .column("\(alias).\(quoteIdentifier(attribute.columnName))", attribute.attributeType, key: key)
+                return .column(Self.qualified(alias, quoteIdentifier(attribute.columnName)), attribute.attributeType, key: key)
             case .relationship(let relationship):
                 let rest = Array(components[(position + 1)...])
                 guard !relationship.isToMany, case .foreignKey = entity.storage(of: index) else {
@@ -101,7 +106,12 @@ struct PredicateSQL {
                 entity = destination
             }
         }
-        return .column("\(alias).\"id\"", .integer64, key: key)
+        return .column(Self.qualified(alias, "\"id\""), .integer64, key: key)
+    }
+
+    /// `alias."column"`, or the bare column without an alias.
+    static func qualified(_ alias: String, _ column: String) -> String {
+        alias.isEmpty ? column : "\(alias).\(column)"
     }
 
     static func unknownKey(_ name: String, in entity: EntityDescription, path: String) -> PostgresDataError {
@@ -229,6 +239,12 @@ struct PredicateSQL {
         guard !value.isNull else { return "NULL" }
         let type = type ?? Self.naturalType(of: value)
         let converted = try Self.convert(value, to: type, key: key)
+        if inlinesConstants {
+            guard let literal = SchemaPlan.literal(converted) else {
+                throw PostgresDataError.invalidRequest("\(key ?? "a value") is compared with a \(converted.typeName) constant, which a CHECK constraint cannot spell")
+            }
+            return "\(literal)::\(type.sqlType)"
+        }
         try bindings.append(type: type.postgresType) { buffer in try ValueCoding.encode(converted, as: type, into: &buffer) }
         return "$\(bindings.count)::\(type.sqlType)"
     }

@@ -141,6 +141,10 @@ struct SchemaPlan {
         if let pattern = attribute.regularExpression, attribute.attributeType == .string {
             check("pattern", "\(column) ~ \(Self.quoteLiteral("^(?:\(pattern))$"))", "\(attribute.name) matches \(pattern)")
         }
+        for (offset, format) in attribute.validationPredicates.enumerated() {
+            guard let condition = Self.checkCondition(format, of: attribute, in: entity) else { continue }
+            check(offset == 0 ? "valid" : "valid\(offset + 1)", condition, "\(attribute.name): \(format)")
+        }
         if attribute.isUnique {
             let name = SchemaNaming.identifier(table, attribute.columnName, "key")
             definition += " CONSTRAINT \(quoteIdentifier(name)) UNIQUE"
@@ -200,6 +204,19 @@ struct SchemaPlan {
         case .json(let data): quoteLiteral(String(decoding: data, as: UTF8.self)) + "::jsonb"
         default: nil
         }
+    }
+
+    /// A validation predicate as the condition of a `CHECK`: compiled by the fetch
+    /// compiler with its constants written out and the column unqualified. Nil when it does
+    /// not parse or reaches beyond the row (a relationship, a subquery): validation before a
+    /// save still checks it, and the model check reports it.
+    static func checkCondition(_ format: String, of attribute: AttributeDescription, in entity: EntityDescription) -> String? {
+        guard let node = try? FetchPredicate(format: format).node.readingSelf(as: attribute.name) else { return nil }
+        var compiler = PredicateSQL(entity: entity)
+        compiler.inlinesConstants = true
+        compiler.rootAlias = ""
+        guard let sql = try? compiler.condition(node), compiler.joins.isEmpty, compiler.subqueryCount == 0 else { return nil }
+        return sql
     }
 
     static func number(_ value: Double) -> String {
