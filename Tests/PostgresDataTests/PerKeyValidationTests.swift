@@ -29,11 +29,23 @@ struct LettersOnly: Error, CustomStringConvertible {
 }
 
 @Suite struct PerKeyValidationTests {
-    func container() async throws -> PersistentContainer {
+    /// A store of ledgers and a context on it.
+    func store() async throws -> (PersistentContainer, ManagedObjectContext) {
         let configuration = try await TestDatabase.fresh(prefix: "pd_validation")
         let container = PersistentContainer(name: "Ledgers", model: ManagedObjectModel(Ledger.self))
         try await container.loadPersistentStores(configuration: configuration, options: .init(createSchemaIfMissing: true))
-        return container
+        return (container, container.newBackgroundContext())
+    }
+
+    /// The validation failures a save of `context` throws (an issue when it saves instead).
+    func failuresOfSaving(_ context: ManagedObjectContext) async throws -> [ValidationFailure] {
+        do {
+            try await context.save()
+            Issue.record("the save should have failed")
+            return []
+        } catch PostgresDataError.validation(let failures) {
+            return failures
+        }
     }
 
     @Test func validateValueRunsTheModelRulesThenTheKeysOwnRuleWhichMayReplaceTheValue() throws {
@@ -60,8 +72,7 @@ struct LettersOnly: Error, CustomStringConvertible {
     }
 
     @Test func aSaveThrowsEveryObjectsFailuresTogetherWritesNothingAndKeepsTheValues() async throws {
-        let container = try await container()
-        let context = container.newBackgroundContext()
+        let (container, context) = try await store()
         try await context.perform {
             let good = Ledger(context: context)
             good.code = "ok"
@@ -69,13 +80,9 @@ struct LettersOnly: Error, CustomStringConvertible {
             bad.code = "no-way"
             bad.balance = -5
             bad.note = "far too long a note"
-            do {
-                try await context.save()
-                Issue.record("the save should have failed")
-            } catch PostgresDataError.validation(let failures) {
-                #expect(Set(failures.compactMap(\.key)) == ["code", "balance", "note"])
-                #expect(failures.allSatisfy { $0.objectID == bad.objectID })
-            }
+            let failures = try await failuresOfSaving(context)
+            #expect(Set(failures.compactMap(\.key)) == ["code", "balance", "note"])
+            #expect(failures.allSatisfy { $0.objectID == bad.objectID })
             // Validation changed nothing: the rule's upper-casing is not kept by a save.
             #expect(good.code == "ok")
             #expect(bad.code == "no-way")
@@ -93,19 +100,14 @@ struct LettersOnly: Error, CustomStringConvertible {
     }
 
     @Test func aValidationPredicateHoldsBeforeASaveAndInTheDatabase() async throws {
-        let container = try await container()
-        let context = container.newBackgroundContext()
+        let (container, context) = try await store()
         try await context.perform {
             let ledger = Ledger(context: context)
             ledger.code = "ok"
             ledger.label = "Q1"
-            do {
-                try await context.save()
-                Issue.record("the save should have failed")
-            } catch PostgresDataError.validation(let failures) {
-                #expect(failures.map(\.key) == ["label"])
-                #expect(failures.first?.reason == "does not satisfy SELF BEGINSWITH 'L' AND SELF != 'LX'")
-            }
+            let failures = try await failuresOfSaving(context)
+            #expect(failures.map(\.key) == ["label"])
+            #expect(failures.first?.reason == "does not satisfy SELF BEGINSWITH 'L' AND SELF != 'LX'")
             var candidate = AttributeValue.string("LX")
             #expect(throws: PostgresDataError.self) { try ledger.validateValue(&candidate, forKey: "label") }
             var good = AttributeValue.string("L7")
