@@ -127,3 +127,48 @@ struct LettersOnly: Error, CustomStringConvertible {
         #expect(try await container.rawStrings("SELECT label FROM ledger") == ["L1"])
     }
 }
+
+/// Core Data's smaller object APIs: key-based primitives and relationship introspection.
+@Suite struct PrimitiveKeyTests {
+    @Test func primitivesByKeyAndRelationshipsWithoutFaulting() async throws {
+        let container = try await makeContainer()
+        let context = container.newBackgroundContext()
+        let (listID, itemIDs) = try await context.perform { () throws in
+            let list = TodoList(context: context)
+            list.title = "groceries"
+            var items: [Item] = []
+            for name in ["milk", "eggs"] {
+                let item = Item(context: context)
+                item.name = name
+                item.list = list
+                items.append(item)
+            }
+            try context.save()
+            // IDs are permanent once saved.
+            return (list.objectID, items.map(\.objectID))
+        }
+        let reader = container.newBackgroundContext()
+        try await reader.perform { () throws in
+            let list = reader.object(with: listID)
+            // Nothing loaded yet: the to-many is a fault; its IDs come without objects.
+            #expect(try list.hasFault(forRelationshipNamed: "items"))
+            #expect(Set(try list.objectIDs(forRelationshipNamed: "items")) == Set(itemIDs))
+            #expect(reader.registeredObjects.count == 1)
+            #expect(throws: PostgresDataError.self) { try list.hasFault(forRelationshipNamed: "title") }
+            #expect(throws: PostgresDataError.self) { try list.objectIDs(forRelationshipNamed: "nope") }
+
+            let item = reader.object(with: itemIDs[0])
+            #expect(item.primitiveValue(forKey: "name") == .string("milk"))
+            #expect(item.primitiveValue(forKey: "list") == .object(listID))
+            #expect(!item.hasPersistentChangedValues)
+            try item.setPrimitiveValue(.string("oat milk"), forKey: "name")
+            #expect(item.hasPersistentChangedValues)
+            #expect(throws: PostgresDataError.self) { try item.setPrimitiveValue(.integer(1), forKey: "name") }
+            #expect(throws: PostgresDataError.self) { try item.setPrimitiveValue(.object(itemIDs[1]), forKey: "list") }
+            #expect(throws: PostgresDataError.self) { try list.setPrimitiveValue(.null, forKey: "items") }
+            // An unknown key reads nil and is thrown by the next save.
+            #expect(item.primitiveValue(forKey: "colour") == nil)
+            #expect(throws: PostgresDataError.self) { try reader.save() }
+        }
+    }
+}

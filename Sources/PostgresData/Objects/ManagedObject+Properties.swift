@@ -13,11 +13,7 @@ extension ManagedObject {
     /// Use ``EntityDescription/propertyIndex(named:)`` to check first, or the throwing
     /// ``setValue(_:forKey:)`` to set.
     public func value(forKey key: String) -> Any? {
-        guard let index = entity.propertyIndex(named: key) else {
-            let error = PostgresDataError.unknownKey(key, entity: entity.name, known: entity.properties.map(\.name))
-            managedObjectContext?.recordingErrors { throw error }
-            return nil
-        }
+        guard let index = indexRecordingUnknown(key) else { return nil }
         switch entity.properties[index] {
         case .attribute:
             return primitiveValue(at: index).anyValue
@@ -26,6 +22,15 @@ extension ManagedObject {
             if relationship.isToMany { return Set(context.relatedObjects(of: self, at: index)) }
             return context.relatedObjects(of: self, at: index).first
         }
+    }
+
+    /// The index of the property called `key`; nil for an unknown key, which is recorded as
+    /// ``PostgresDataError/unknownKey(_:entity:known:)`` for the context's next save to throw.
+    func indexRecordingUnknown(_ key: String) -> Int? {
+        if let index = entity.propertyIndex(named: key) { return index }
+        let error = PostgresDataError.unknownKey(key, entity: entity.name, known: entity.properties.map(\.name))
+        managedObjectContext?.recordingErrors { throw error }
+        return nil
     }
 
     /// Sets the property called `key`, checking the key and the value's type.
