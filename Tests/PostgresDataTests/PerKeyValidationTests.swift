@@ -24,15 +24,23 @@ struct LettersOnly: Error, CustomStringConvertible {
         if let note = value, note.count > 10 { throw PostgresDataError.validation([ValidationFailure(objectID: objectID, key: "note", reason: "is longer than 10 characters")]) }
     }
 
+    @Relationship(deleteRule: .cascade, inverse: \Voucher.ledger) var vouchers: Set<Voucher>
+
     /// Not a rule: its name is not validate + a persistent key.
     func validateEverything() throws {}
+}
+
+@Entity final class Voucher: ManagedObject {
+    var amount: Int = 0
+    /// Required: never nil in a saved row.
+    var ledger: Ledger
 }
 
 @Suite struct PerKeyValidationTests {
     /// A store of ledgers and a context on it.
     func store() async throws -> (PersistentContainer, ManagedObjectContext) {
         let configuration = try await TestDatabase.fresh(prefix: "pd_validation")
-        let container = PersistentContainer(name: "Ledgers", model: ManagedObjectModel(Ledger.self))
+        let container = PersistentContainer(name: "Ledgers", model: ManagedObjectModel(Ledger.self, Voucher.self))
         try await container.loadPersistentStores(configuration: configuration, options: .init(createSchemaIfMissing: true))
         return (container, container.newBackgroundContext())
     }
@@ -49,7 +57,7 @@ struct LettersOnly: Error, CustomStringConvertible {
     }
 
     @Test func validateValueRunsTheModelRulesThenTheKeysOwnRuleWhichMayReplaceTheValue() throws {
-        let model = ManagedObjectModel(Ledger.self)
+        let model = ManagedObjectModel(Ledger.self, Voucher.self)
         let ledger = Ledger(entity: try #require(model.entitiesByName["Ledger"]), insertInto: nil)
         var value = AttributeValue.string("abc")
         try ledger.validateValue(&value, forKey: "code")
@@ -95,7 +103,7 @@ struct LettersOnly: Error, CustomStringConvertible {
     }
 
     @Test func aValidationPredicateIsANamedCheckConstraintOfItsColumn() throws {
-        let sql = ManagedObjectModel(Ledger.self).createSchemaSQL()
+        let sql = ManagedObjectModel(Ledger.self, Voucher.self).createSchemaSQL()
         #expect(sql.contains(#"CONSTRAINT "ledger_label_valid" CHECK (("label" LIKE (replace(replace(replace('L'::text, '\', '\\'), '%', '\%'), '_', '\_') || '%')) AND ("label" IS DISTINCT FROM 'LX'::text))"#), "\(sql)")
     }
 
@@ -169,6 +177,31 @@ struct LettersOnly: Error, CustomStringConvertible {
             // An unknown key reads nil and is thrown by the next save.
             #expect(item.primitiveValue(forKey: "colour") == nil)
             #expect(throws: PostgresDataError.self) { try reader.save() }
+        }
+    }
+
+    @Test func aRequiredRelationshipOfARowDeletedElsewhereReadsAsADeletedPlaceholder() async throws {
+        let (container, context) = try await PerKeyValidationTests().store()
+        let voucherID = try await context.perform { () throws in
+            let ledger = Ledger(context: context)
+            ledger.code = "main"
+            let voucher = Voucher(context: context)
+            voucher.amount = 5
+            voucher.ledger = ledger
+            try context.save()
+            return voucher.objectID
+        }
+        _ = try await container.rawIntegers("WITH gone AS (DELETE FROM voucher RETURNING 1) SELECT count(*) FROM gone")
+        let reader = container.newBackgroundContext()
+        try await reader.perform { () throws in
+            let voucher = try #require(reader.object(with: voucherID) as? Voucher)
+            // The row is gone: the fault reads as deleted, and its required relationship,
+            // nil now, is a placeholder rather than a stopped process.
+            let ledger = voucher.ledger
+            #expect(voucher.isDeleted)
+            #expect(ledger.isDeleted)
+            #expect(ledger.managedObjectContext == nil)
+            #expect(ledger.code == "")
         }
     }
 }

@@ -101,11 +101,16 @@ extension ManagedObject {
 
     public final func _$get<Destination: ManagedObject>(_ index: Int) -> Destination? { _$toOne(index, as: Destination.self) }
 
+    /// A required to-one relationship. When it is nil after all — a new object before it is
+    /// set (its save's validation reports that), or a fault whose row another process deleted
+    /// (it reads as deleted, with default values) — the getter cannot stop the process: it
+    /// returns a placeholder that belongs to no context and reads as deleted, with its
+    /// entity's default values.
     public final func _$get<Destination: ManagedObject>(_ index: Int) -> Destination {
-        guard let object = _$toOne(index, as: Destination.self) else {
-            preconditionFailure("\(entity.name).\(entity.properties[index].name) is a required relationship but is nil")
-        }
-        return object
+        if let object = _$toOne(index, as: Destination.self) { return object }
+        let placeholder = Destination(entity: entity.destination(of: index), insertInto: nil)
+        placeholder.isDeletedStorage = true
+        return placeholder
     }
 
     public final func _$get<Destination: ManagedObject>(_ index: Int) -> Set<Destination> {
