@@ -43,6 +43,25 @@ import Testing
         #expect(permanent != temporary)
         #expect(Set([permanent, temporary, permanent]).count == 2)
     }
+
+    @Test func anIDEncodesAsItsURIAndDecodesWithItsModel() throws {
+        struct Job: Codable, Equatable { var item: ManagedObjectID; var attempts: Int }
+        let job = Job(item: try id("Item", 42), attempts: 2)
+        let data = try JSONEncoder().encode(job)
+        #expect(String(decoding: data, as: UTF8.self).contains(#""x-postgresdata:\/\/Item\/p42""#))
+        let decoder = JSONDecoder()
+        decoder.userInfo[.managedObjectModel] = coordinator.managedObjectModel
+        #expect(try decoder.decode(Job.self, from: data) == job)
+        // Without the model, or with a URI of no entity of it, decoding fails clearly.
+        #expect(throws: DecodingError.self) { try JSONDecoder().decode(Job.self, from: data) }
+        let foreign = Data(#"{"item":"x-postgresdata://Planet/p1","attempts":0}"#.utf8)
+        #expect(throws: DecodingError.self) { try decoder.decode(Job.self, from: foreign) }
+        // A temporary ID does not encode.
+        let temporary = Item(entity: try #require(coordinator.managedObjectModel.entitiesByName["Item"]), insertInto: nil)
+        let context = PersistentContainer(name: "IDs", model: testModel).newBackgroundContext()
+        context.performAndWait { context.insert(temporary) }
+        #expect(throws: EncodingError.self) { try JSONEncoder().encode(temporary.objectID) }
+    }
 }
 
 /// What a server needs to put an object in a URL and an ETag: its ID from a key, its row version.

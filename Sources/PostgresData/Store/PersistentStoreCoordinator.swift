@@ -191,11 +191,7 @@ public final class PersistentStoreCoordinator: Sendable {
     ///
     /// Core Data equivalent: `managedObjectID(forURIRepresentation:)`.
     public func managedObjectID(forURIRepresentation uri: URL) -> ManagedObjectID? {
-        guard uri.scheme == "x-postgresdata", let entityName = uri.host,
-              let entity = managedObjectModel.entitiesByName[entityName] else { return nil }
-        let last = uri.lastPathComponent
-        guard last.first == "p", let key = Int64(last.dropFirst()) else { return nil }
-        return ManagedObjectID(entity: entity, primaryKey: key)
+        managedObjectModel.managedObjectID(forURIRepresentation: uri)
     }
 
     /// The object ID of the row of `type` whose primary key is `primaryKey` (a key from a URL
