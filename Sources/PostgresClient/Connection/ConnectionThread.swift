@@ -178,14 +178,8 @@ package final class ConnectionThread: SerialExecutor, TaskExecutor, @unchecked S
         defer { condition.unlock() }
         var spun = false
         while jobs.isEmpty && !stopping {
-            if !spun, Spinning.begin() {
+            if !spun, Spinning.spin(while: { jobs.isEmpty && !stopping }, releasing: condition) {
                 spun = true
-                while jobs.isEmpty && !stopping && Spinning.mayGoOn() {
-                    condition.unlock()
-                    sched_yield()
-                    condition.lock()
-                }
-                Spinning.end()
                 continue
             }
             sleeping = true
@@ -202,27 +196,27 @@ package final class ConnectionThread: SerialExecutor, TaskExecutor, @unchecked S
 /// and a thread that waits for it by yielding the core a few times is found without the
 /// wake-up of a sleeping thread. But on a machine whose cores the database server shares,
 /// each yield that finds another thread to run costs a context switch: with every idle thread
-/// spinning, 8 units of work at once cost 20–35 switches each instead of 4–6 and ran slower.
-/// So only one thread spins at a time, for at most ``limit`` yields.
+/// spinning, 8 units of work at once cost 20–35 switches each instead of 4–7 (for a throughput
+/// within the noise), while at 1 unit a spinner keeps its latency. So only one thread spins at
+/// a time, for at most ``limit`` yields.
 package enum Spinning {
     private static let spinner = Atomic<Bool>(false)
-    private static let count = Atomic<Int>(0)
+    /// Yields before the spinner sleeps.
     static let limit = 100
 
-    /// Makes the caller the spinner; false when another thread spins now.
-    package static func begin() -> Bool {
+    /// Yields the core while `waiting()` holds, at most ``limit`` times, with `lock` released
+    /// around each yield, unless another thread spins now; true when the caller spun. Call it
+    /// holding `lock`.
+    package static func spin(while waiting: () -> Bool, releasing lock: NSCondition) -> Bool {
         guard spinner.compareExchange(expected: false, desired: true, ordering: .acquiring).exchanged else { return false }
-        count.store(0, ordering: .relaxed)
-        return true
-    }
-
-    /// Counts one yield; false once the spinner has yielded ``limit`` times.
-    package static func mayGoOn() -> Bool {
-        count.add(1, ordering: .relaxed).newValue <= limit
-    }
-
-    /// Ends the caller's spinning.
-    package static func end() {
+        var yields = 0
+        while waiting() && yields < limit {
+            lock.unlock()
+            sched_yield()
+            yields += 1
+            lock.lock()
+        }
         spinner.store(false, ordering: .releasing)
+        return true
     }
 }

@@ -17,9 +17,10 @@ import PostgresClient
 /// When a block comes back from a statement, the connection's thread — idle until its next
 /// lease — runs the block on (it is *lent*), instead of waking a context thread: a unit of
 /// work of a fetch and a save crosses threads three times (into `perform`, to the
-/// connection, back to the caller) instead of six. The lent thread goes back to its connection as soon as the connection has work,
-/// and a blocking wait there (a synchronous fetch, save or fault, a `performAndWait`) serves
-/// the connection while it waits (``ConnectionThread/serve(until:)``).
+/// connection, back to the caller) instead of six. The lent thread goes back to its
+/// connection as soon as the connection has work, and a blocking wait there (a synchronous
+/// fetch, save or fault, a `performAndWait`) serves the connection while it waits
+/// (``ConnectionThread/serve(until:)``).
 ///
 /// No wait here depends on a thread of Dispatch's or of the cooperative pool: the jobs of a
 /// context run on the library's threads, and a task waiting for the turn resumes there.
@@ -228,14 +229,7 @@ final class ContextThreads: @unchecked Sendable {
         while true {
             condition.lock()
             // One library thread at a time spins before sleeping (see `Spinning`).
-            if ready.isEmpty, Spinning.begin() {
-                while ready.isEmpty && Spinning.mayGoOn() {
-                    condition.unlock()
-                    sched_yield()
-                    condition.lock()
-                }
-                Spinning.end()
-            }
+            _ = Spinning.spin(while: { ready.isEmpty }, releasing: condition)
             while ready.isEmpty {
                 sleepers += 1
                 condition.wait()

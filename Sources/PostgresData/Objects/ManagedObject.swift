@@ -355,7 +355,7 @@ open class ManagedObject: Hashable, CustomStringConvertible {
         var failures: [ValidationFailure] = []
         for (index, rule) in entity.attributeRules {
             var reasons = rule.violations(of: values[index])
-            if reasons.isEmpty { reasons = predicateViolations(rule, at: index) }
+            if reasons.isEmpty && !rule.predicates.isEmpty { reasons = predicateViolations(rule, at: index) }
             for reason in reasons {
                 failures.append(ValidationFailure(objectID: objectID, key: rule.attribute.name, reason: reason))
             }
