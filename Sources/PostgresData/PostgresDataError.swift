@@ -6,6 +6,11 @@ public enum PostgresDataError: Error, Sendable, CustomStringConvertible {
     case validation([ValidationFailure])
     /// Rows changed underneath the context and the merge policy is `error`; nothing was saved.
     case mergeConflict([MergeConflict])
+    /// Objects of the save hold a unique key that another object of the save or an existing
+    /// row holds, and the merge policy is `error` (or the conflict is among the save's own
+    /// objects); nothing was saved and the context keeps its changes. Core Data equivalent:
+    /// `NSManagedObjectConstraintMergeError` with its `NSConstraintConflict`s.
+    case constraintConflict([ConstraintConflict])
     /// The database refused the save because of a constraint of the model; nothing was saved.
     case constraintViolation(constraint: SchemaConstraint?, name: String, underlying: PostgresError)
     /// Two objects of different contexts were related.
@@ -55,6 +60,7 @@ public enum PostgresDataError: Error, Sendable, CustomStringConvertible {
     public var sqlState: String? {
         switch self {
         case .database(let error), .constraintViolation(_, _, let error), .commitOutcomeUnknown(let error): error.sqlState?.rawValue
+        case .constraintConflict(let conflicts): conflicts.contains { $0.databaseObjectID != nil } ? "23505" : nil
         default: nil
         }
     }
@@ -66,6 +72,9 @@ public enum PostgresDataError: Error, Sendable, CustomStringConvertible {
                 failures.map { "  - \($0)" }.joined(separator: "\n")
         case .mergeConflict(let conflicts):
             return "merge conflict on \(conflicts.count) object\(conflicts.count == 1 ? "" : "s") (merge policy `error`); nothing was saved. Refresh the objects or choose another merge policy:\n" +
+                conflicts.map { "  - \($0)" }.joined(separator: "\n")
+        case .constraintConflict(let conflicts):
+            return "uniqueness conflict on \(conflicts.count) key value\(conflicts.count == 1 ? "" : "s"); nothing was saved and the context keeps its changes. Fetch the existing object and change it instead, or save with a merge policy that resolves conflicts (mergeByPropertyObjectTrump, mergeByPropertyStoreTrump):\n" +
                 conflicts.map { "  - \($0)" }.joined(separator: "\n")
         case .constraintViolation(let constraint, let name, let underlying):
             let rule = constraint.map { "\($0.entityName).\($0.keys.joined(separator: ", ")): \($0.rule)" } ?? "constraint \"\(name)\""

@@ -147,18 +147,25 @@ extension ManagedObjectContext {
     // MARK: Saving to the database
 
     private func saveToStore() async throws {
+        try checkUniquenessAmongChanges()
         let inserted = Array(insertedSet.values)
         try await allocateKeys(for: inserted)
         let coordinator = persistentStoreCoordinator
         for _ in 0..<10 {
             let plan = try makePlan()
             activeSpan?.noteQuery(plan.statements.map(\.sql).joined(separator: "; "))
-            let outcome = try await store { access in try await coordinator.execute(plan, access: access) }
+            let outcome: SaveOutcome
+            do {
+                outcome = try await store { access in try await coordinator.execute(plan, access: access) }
+            } catch {
+                if let conflicts = try await constraintConflicts(behind: error) { throw PostgresDataError.constraintConflict(conflicts) }
+                throw error
+            }
             let completion = SaveCompletion(context: self)
             switch outcome {
-            case .saved(let version):
+            case .saved(let version, let upserted):
                 noteWrittenRows()
-                completion.finish(version: version ?? 0)
+                completion.finish(version: version ?? 0, upserted: upserted)
                 return
             case .conflicts(let conflicts):
                 noteConflicts(conflicts.map(\.0))
@@ -206,10 +213,16 @@ extension ManagedObjectContext {
             for (index, set) in object.relationshipSets where !set.added.isEmpty || !set.removed.isEmpty {
                 guard case .joinTable(let table) = object.entity.storage(of: index), let source = key(object.objectID) else { continue }
                 for id in set.added where registered[id]?.isDeletedStorage != true {
-                    if let destination = key(id) { joinInserts.append(.init(table: table, source: source, destination: destination)) }
+                    if let destination = key(id) {
+                        joinInserts.append(.init(table: table, source: source, destination: destination,
+                                                 sourceEntity: object.entity, destinationEntity: id.entity))
+                    }
                 }
                 for id in set.removed {
-                    if let destination = key(id) { joinDeletes.append(.init(table: table, source: source, destination: destination)) }
+                    if let destination = key(id) {
+                        joinDeletes.append(.init(table: table, source: source, destination: destination,
+                                                 sourceEntity: object.entity, destinationEntity: id.entity))
+                    }
                 }
             }
         }
@@ -230,11 +243,19 @@ extension ManagedObjectContext {
             }
         }
         return try SavePlan(inserts: inserts, updates: updates, deletes: deletes, joinInserts: joinInserts,
-                            joinDeletes: joinDeletes, history: history)
+                            joinDeletes: joinDeletes, history: history, uniqueness: mergePolicy.uniquenessResolution)
     }
 
     /// Removes an object whose row is gone from the context.
     func forgetDeleted(_ object: ManagedObject) {
+        detach(object)
+        object.isDeletedStorage = true
+        pendingChanges.deleted.insert(object.objectID)
+    }
+
+    /// Takes an object out of the context without deleting it: it keeps its values, and the
+    /// context no longer knows it.
+    func detach(_ object: ManagedObject) {
         let key = ObjectIdentifier(object)
         updatedSet[key] = nil
         deletedSet[key] = nil
@@ -243,10 +264,8 @@ extension ManagedObjectContext {
             persistentStoreCoordinator.releaseCachedRows(CollectionOfOne(object.objectID))
             object.holdsCacheReference = false
         }
-        object.isDeletedStorage = true
         object.changedProperties.removeAll()
         object.managedObjectContext = nil
-        pendingChanges.deleted.insert(object.objectID)
     }
 
     /// Makes each loaded relationship's committed IDs what the context now sees, and clears

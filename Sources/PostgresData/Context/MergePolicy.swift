@@ -3,6 +3,17 @@
 ///
 /// Core Data equivalent: `NSMergePolicy`. Conflicts are found by optimistic locking: every
 /// `UPDATE` and `DELETE` of a save checks the row version (`xmin`) the context last saw.
+///
+/// The policy also resolves *uniqueness* conflicts (Core Data's `NSConstraintConflict`):
+/// a new object whose unique key (an attribute marked unique, or the entity's first
+/// uniqueness constraint) a row already holds. With `error` the save throws
+/// ``PostgresDataError/constraintConflict(_:)`` naming both sides. With the object-trump
+/// policies (`mergeByPropertyObjectTrump`, `overwrite`) the row takes the object's values;
+/// with the store-trump ones (`mergeByPropertyStoreTrump`, `rollback`) the object takes the
+/// row's values and the row is left alone. Either way the object takes the row's ID and
+/// everything of the save that pointed at the object points at the row, in the save's own
+/// round trip (`INSERT … ON CONFLICT … RETURNING`). An object the context held for that
+/// row before leaves the context. Objects of one save that share a key always throw.
 public enum MergePolicy: Sendable, Hashable {
     /// The save fails with ``PostgresDataError/mergeConflict(_:)`` listing each object with
     /// its cached, current and database values; nothing is written. The default.
@@ -20,6 +31,15 @@ public enum MergePolicy: Sendable, Hashable {
 }
 
 extension MergePolicy {
+    /// How this policy resolves a new object whose unique key a row holds; nil: it does not.
+    var uniquenessResolution: SavePlan.UniquenessResolution? {
+        switch self {
+        case .error: nil
+        case .mergeByPropertyObjectTrump, .overwrite: .objectTrump
+        case .mergeByPropertyStoreTrump, .rollback: .storeTrump
+        }
+    }
+
     /// Resolves one updated object against the row as it is now (`current` nil: deleted).
     /// Returns false when the policy cannot resolve it.
     func resolve(_ object: ManagedObject, current: RowSnapshot?, in context: ManagedObjectContext) -> Bool {

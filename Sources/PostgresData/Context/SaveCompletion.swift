@@ -38,11 +38,14 @@ struct SaveCompletion {
 
     /// After the commit: permanent IDs, new snapshots, cleared change sets, the row cache,
     /// notifications. Rows the save inserted do not enter the row cache (no other context
-    /// knows them yet).
-    func finish(version: UInt32) {
+    /// knows them yet); new objects that resolved to existing rows (`upserted`) take those
+    /// rows' IDs and count as updated.
+    func finish(version: UInt32, upserted: [UpsertedRow] = []) {
         let context = self.context
         let coordinator = context.persistentStoreCoordinator
-        let inserted = Array(context.insertedSet.values)
+        let adopted = context.adoptUpsertedRows(upserted)
+        let takesRowValues = context.mergePolicy.uniquenessResolution == .storeTrump
+        var inserted = Array(context.insertedSet.values)
         let updated = Array(context.updatedSet.values)
         let deleted = Array(context.deletedSet.values)
         context.rebaseRelationshipSets()
@@ -54,6 +57,18 @@ struct SaveCompletion {
         }
         var retained: [(ManagedObjectID, RowSnapshot)] = []
         var refreshed: [(ManagedObjectID, RowSnapshot)] = []
+        for (object, row) in adopted {
+            if takesRowValues {
+                object.values = row.values
+                object.snapshot = row
+            }
+            object.holdsCacheReference = true
+            retained.append((object.objectID, object.snapshot ?? row))
+        }
+        if !adopted.isEmpty {
+            let resolved = Set(adopted.map { ObjectIdentifier($0.0) })
+            inserted.removeAll { resolved.contains(ObjectIdentifier($0)) }
+        }
         for object in updated {
             let snapshot = RowSnapshot(values: object.values, version: version)
             object.snapshot = snapshot
@@ -78,6 +93,7 @@ struct SaveCompletion {
         var payload = ContextDidSave(
             insertedObjectIDs: Set(inserted.map(\.objectID)), updatedObjectIDs: Set(updated.map(\.objectID)),
             deletedObjectIDs: Set(deleted.map(\.objectID)), contextName: context.name)
+        payload.updatedObjectIDs.formUnion(adopted.map(\.0.objectID))
         payload.walPosition = context.replayFloor
         context.didSave(payload)
         coordinator.didSave(payload, from: context)

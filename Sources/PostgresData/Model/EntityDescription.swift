@@ -42,6 +42,8 @@ public final class EntityDescription: @unchecked Sendable, Hashable, CustomStrin
     /// Property indices of relationships loaded on demand (to-many, join tables, the
     /// non-owning side of one-to-one).
     private(set) var derivedRelationshipIndices: [Int] = []
+    /// The sets of properties no two rows share (see ``makeUniqueKeys()``).
+    private(set) var uniqueKeys: [UniqueKey] = []
     private(set) var isResolved = false
     /// The index of this entity in its model.
     private(set) var modelIndex = 0
@@ -233,6 +235,7 @@ public final class EntityDescription: @unchecked Sendable, Hashable, CustomStrin
             }
             hasForeignKeys = columns.contains { properties[$0].relationship != nil }
             derivedRelationshipIndices = derived
+            uniqueKeys = makeUniqueKeys()
             modelIndex = index
             isResolved = problems.isEmpty
         }

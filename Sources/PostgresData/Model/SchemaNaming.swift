@@ -26,4 +26,10 @@ enum SchemaNaming {
         guard joined.utf8.count > 63 else { return joined }
         return String(decoding: joined.utf8.prefix(63), as: UTF8.self)
     }
+
+    /// The name of a `UNIQUE` constraint over `columns` of `table` (`tag_name_key`),
+    /// PostgreSQL's own default name for it.
+    static func uniqueConstraintName(_ table: String, columns: [String]) -> String {
+        identifier(table, columns.joined(separator: "_"), "key")
+    }
 }

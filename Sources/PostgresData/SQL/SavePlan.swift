@@ -31,6 +31,17 @@ struct SavePlan: Sendable {
         var table: JoinTable
         var source: Int64
         var destination: Int64
+        /// The entities whose keys ``source`` and ``destination`` are.
+        var sourceEntity: EntityDescription
+        var destinationEntity: EntityDescription
+
+        /// The change as seen from the side whose column sorts first: the two sides of a
+        /// pair see the join table's columns swapped.
+        var normalised: JoinChange {
+            table.sourceColumn <= table.destinationColumn ? self : JoinChange(
+                table: JoinTable(name: table.name, sourceColumn: table.destinationColumn, destinationColumn: table.sourceColumn),
+                source: destination, destination: source, sourceEntity: destinationEntity, destinationEntity: sourceEntity)
+        }
     }
 
     enum Check: Sendable {
@@ -38,6 +49,9 @@ struct SavePlan: Sendable {
         /// pipelined plan the statement itself fails when one is missing (see
         /// ``SavePlan/checked(_:returning:expected:)``), and the versions tell which.
         case versions(entity: EntityDescription, keys: [Int64], versions: [UInt32])
+        /// An upsert (``SavePlan/planUpserts(_:resolution:history:)``): its rows are the
+        /// existing rows new objects resolved to, each followed by the object's allocated key.
+        case upserts(entity: EntityDescription)
         case none
     }
 
@@ -79,7 +93,30 @@ struct SavePlan: Sendable {
     let isPipelined: Bool
 
     init(inserts: [Insert], updates: [Update], deletes: [Delete], joinInserts: [JoinChange],
-         joinDeletes: [JoinChange], history: HistoryRecord? = nil) throws {
+         joinDeletes: [JoinChange], history: HistoryRecord? = nil, uniqueness: UniquenessResolution? = nil) throws {
+        var inserts = inserts
+        var upserts: [Insert] = []
+        var joinInserts = joinInserts
+        var upsertedJoinInserts: [JoinChange] = []
+        if uniqueness != nil {
+            var keyed: [EntityDescription: Bool] = [:]
+            upserts = inserts.filter { insert in
+                if let known = keyed[insert.entity] { return known }
+                let hasKey = !insert.entity.uniqueKeys.isEmpty
+                keyed[insert.entity] = hasKey
+                return hasKey
+            }
+            if !upserts.isEmpty { inserts.removeAll { keyed[$0.entity] == true } }
+            // Join tables' foreign keys are checked at once: rows naming a new object that
+            // may resolve to an existing row are written after the upserts.
+            let upserted = Set(upserts.map { ManagedObjectID(entity: $0.entity, primaryKey: $0.key) })
+            func touches(_ change: JoinChange) -> Bool {
+                upserted.contains(ManagedObjectID(entity: change.sourceEntity, primaryKey: change.source))
+                    || upserted.contains(ManagedObjectID(entity: change.destinationEntity, primaryKey: change.destination))
+            }
+            upsertedJoinInserts = joinInserts.filter(touches)
+            if !upsertedJoinInserts.isEmpty { joinInserts.removeAll(where: touches) }
+        }
         isPipelined = inserts.count + updates.count + deletes.count + joinInserts.count + joinDeletes.count <= Self.pipelineLimit
         // Updates first: a deletion's ON DELETE SET NULL must not change rows this save
         // updates (their version check would fail). Deletions before inserts, so a new row
@@ -89,9 +126,20 @@ struct SavePlan: Sendable {
         try planDeletes(deletes)
         try planInserts(inserts)
         try planJoinChanges(joinInserts, insert: true)
-        if let history, !statements.isEmpty {
+        // Upserts come last: they repoint rows written before them, and write their own
+        // history into the transaction the history statement opens.
+        var history = history
+        if !upserts.isEmpty {
+            let upserted = Set(upserts.map(\.entity))
+            history?.groups.removeAll { $0.changeType == .insert && upserted.contains($0.entity) }
+        }
+        if let history, !statements.isEmpty || !upserts.isEmpty {
             let (sql, bindings) = try history.statement()
             statements.append(Statement(sql: sql, bindings: bindings, check: .none))
+        }
+        if let uniqueness, !upserts.isEmpty {
+            try planUpserts(upserts, resolution: uniqueness, history: history?.origin)
+            try planJoinInserts(upsertedJoinInserts, after: upserts)
         }
     }
 
@@ -239,14 +287,7 @@ struct SavePlan: Sendable {
     private mutating func planJoinChanges(_ changes: [JoinChange], insert: Bool) throws {
         var byTable: [String: (JoinTable, [JoinChange])] = [:]
         var order: [String] = []
-        // The two sides of a pair see the join table's columns swapped: normalise first.
-        let normalised = changes.map { change in
-            change.table.sourceColumn <= change.table.destinationColumn ? change : JoinChange(
-                table: JoinTable(name: change.table.name, sourceColumn: change.table.destinationColumn,
-                                 destinationColumn: change.table.sourceColumn),
-                source: change.destination, destination: change.source)
-        }
-        for change in Set(normalised) {
+        for change in Set(changes.map(\.normalised)) {
             if byTable[change.table.name] == nil { order.append(change.table.name) }
             byTable[change.table.name, default: (change.table, [])].1.append(change)
         }
@@ -302,7 +343,7 @@ struct SavePlan: Sendable {
     }
 
     /// True when `entity` has a foreign key to `other`.
-    private static func references(_ entity: EntityDescription, _ other: EntityDescription) -> Bool {
+    static func references(_ entity: EntityDescription, _ other: EntityDescription) -> Bool {
         entity.columnIndices.contains { index in
             entity.properties[index].relationship != nil && entity.destination(of: index) === other
         }

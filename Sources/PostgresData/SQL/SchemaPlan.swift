@@ -76,7 +76,7 @@ struct SchemaPlan {
         }
         for (position, keys) in entity.uniquenessConstraints.enumerated() {
             let columns = keys.compactMap { entity.propertyIndex(named: $0).map(entity.columnName(of:)) }
-            let name = SchemaNaming.identifier(table, columns.joined(separator: "_"), "key")
+            let name = SchemaNaming.uniqueConstraintName(table, columns: columns)
             lines.append("CONSTRAINT \(quoteIdentifier(name)) UNIQUE (\(columns.map(quoteIdentifier).joined(separator: ", ")))")
             describe(table, constraint: .init(name: name, kind: .unique, definition: "UNIQUE (\(columns.map(quoteIdentifier).joined(separator: ", ")))"))
             constraints[name] = SchemaConstraint(name: name, tableName: table, entityName: entity.name, keys: keys,
@@ -146,7 +146,7 @@ struct SchemaPlan {
             check(offset == 0 ? "valid" : "valid\(offset + 1)", condition, "\(attribute.name): \(format)")
         }
         if attribute.isUnique {
-            let name = SchemaNaming.identifier(table, attribute.columnName, "key")
+            let name = SchemaNaming.uniqueConstraintName(table, columns: [attribute.columnName])
             definition += " CONSTRAINT \(quoteIdentifier(name)) UNIQUE"
             describe(table, constraint: .init(name: name, kind: .unique, definition: "UNIQUE (\(column))"))
             constraints[name] = SchemaConstraint(name: name, tableName: table, entityName: entity.name, keys: [attribute.name],

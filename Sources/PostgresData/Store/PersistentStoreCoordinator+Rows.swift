@@ -2,11 +2,30 @@ import PostgresClient
 
 /// What a save's transaction did.
 enum SaveOutcome: Sendable {
-    /// Committed; every row written now has this version.
-    case saved(version: UInt32?)
+    /// Committed; every row written now has this version (but the rows new objects resolved
+    /// to untouched, under a store-trump policy: each carries its own).
+    case saved(version: UInt32?, upserted: [UpsertedRow])
     /// Rolled back: these rows changed or vanished since the context read them (the
     /// snapshot is the row now, nil when it was deleted).
     case conflicts([(ManagedObjectID, RowSnapshot?)])
+}
+
+/// An existing row a new object resolved to on its unique key, as the save left it.
+struct UpsertedRow: Sendable {
+    var entity: EntityDescription
+    /// The key allocated to the object, which no row took.
+    var allocatedKey: Int64
+    var key: Int64
+    var snapshot: RowSnapshot
+
+    /// The rows of an upsert statement (``SavePlan/Check/upserts(entity:)``).
+    static func rows(of result: QueryResult, entity: EntityDescription) throws -> [UpsertedRow] {
+        let proposed = entity.columnIndices.count + 2
+        return try result.map { row in
+            let (key, snapshot) = try PersistentStoreCoordinator.decodeSnapshot(row, entity: entity)
+            return UpsertedRow(entity: entity, allocatedKey: try row.decode(Int64.self, at: proposed), key: key, snapshot: snapshot)
+        }
+    }
 }
 
 /// Rows of one result decoded into snapshots, with the size of the whole result.
@@ -93,6 +112,19 @@ extension PersistentStoreCoordinator {
     static func fetchSnapshots(_ entity: EntityDescription, keys: [Int64], on connection: Connection) async throws -> [(Int64, RowSnapshot)] {
         let result = try await connection.query(RelationshipFetchPlan.rows(of: entity), keys)
         return try SnapshotDecoder.snapshots(of: result, entity: entity)
+    }
+
+    /// The rows holding values of a unique key (``UniqueRowLookup``), each with the position
+    /// of the candidate value it holds; read from the primary, where the save failed.
+    func rowsHolding(_ lookup: UniqueRowLookup, entity: EntityDescription) async throws -> [(candidate: Int, key: Int64, snapshot: RowSnapshot)] {
+        try await withConnection { connection in
+            let result = try await connection.query(lookup.sql, bindings: lookup.bindings)
+            let position = entity.columnIndices.count + 2
+            return try result.map { row in
+                let (key, snapshot) = try Self.decodeSnapshot(row, entity: entity)
+                return (Int(try row.decode(Int32.self, at: position)), key, snapshot)
+            }
+        }
     }
 
     /// Rows of a fetch request, in its order.
@@ -210,6 +242,9 @@ extension PersistentStoreCoordinator {
             }
         } catch let found as ConflictsFound {
             return .conflicts(found.conflicts)
+        } catch PostgresDataError.database(let error) where SavePlan.isFailedUniquenessCheck(error) {
+            // A conflicting row committed while the upsert ran: nothing was written; again.
+            return .conflicts([])
         }
     }
 
@@ -238,10 +273,13 @@ extension PersistentStoreCoordinator {
         sources.append(nil)
         let outcomes = try await connection.pipeline(statements)
         var version: UInt32?
+        var upserted: [UpsertedRow] = []
         for (index, outcome) in outcomes.enumerated() {
             switch outcome {
             case .succeeded(let result):
-                if plan.insertsRows && index == 1, let row = result.first {
+                if let source = sources[index], case .upserts(let entity) = plan.statements[source.statement].check {
+                    upserted += try UpsertedRow.rows(of: result, entity: entity)
+                } else if plan.insertsRows && index == 1, let row = result.first {
                     version = UInt32(truncatingIfNeeded: try row.decode(Int64.self, at: 0))
                 } else if version == nil, let source = sources[index], !source.verifies, result.columns.count > 1, let row = result.first {
                     // An UPDATE's RETURNING xmin: the version of every row this save writes.
@@ -269,7 +307,7 @@ extension PersistentStoreCoordinator {
                 throw PostgresError(.server, message: "the save's pipeline skipped a statement without a failure before it")
             }
         }
-        return .saved(version: version)
+        return .saved(version: version, upserted: upserted)
     }
 
     /// A large plan statement by statement in a transaction (binary COPY for many new rows).
@@ -277,6 +315,7 @@ extension PersistentStoreCoordinator {
                                       on connection: Connection) async throws -> SaveOutcome {
         try await connection.withTransaction(TransactionOptions(isolation: isolation)) { connection in
             var version: UInt32?
+            var upserted: [UpsertedRow] = []
             if plan.insertsRows {
                 let txid = try await connection.query("SELECT txid_current()")
                 version = UInt32(truncatingIfNeeded: try txid[0].decode(Int64.self, at: 0))
@@ -289,6 +328,10 @@ extension PersistentStoreCoordinator {
                     continue
                 }
                 let result = try await connection.query(statement.sql, bindings: statement.bindings)
+                if case .upserts(let entity) = statement.check {
+                    upserted += try UpsertedRow.rows(of: result, entity: entity)
+                    continue
+                }
                 if version == nil, result.columns.count > 1, let first = result.first {
                     // An UPDATE's RETURNING xmin: the version of every row this save writes.
                     version = try first.decode(TransactionID.self, at: 1).rawValue
@@ -300,7 +343,7 @@ extension PersistentStoreCoordinator {
                                          uniquingKeysWith: { first, _ in first })
                 throw ConflictsFound(conflicts: missing.map { (ManagedObjectID(entity: entity, primaryKey: $0), current[$0]) })
             }
-            return .saved(version: version)
+            return .saved(version: version, upserted: upserted)
         }
     }
 }
