@@ -26,14 +26,16 @@ public macro Entity(tableName: String? = nil, uniquenessConstraints: [[String]] 
 /// Options of an attribute of an `@Entity` class: constraints (checked by the context and
 /// by `CHECK` clauses of the schema) — a range, a length, a pattern, a validation predicate
 /// with `SELF` for the value (`validation: "SELF BEGINSWITH 'A'"`) — uniqueness, an index, a
-/// column name.
+/// column name, or a derivation (`derived: "items.@count"`, `derived: "price * quantity"`),
+/// which makes the property read-only (see ``AttributeDescription/derivationExpression``).
 ///
 /// Core Data equivalent: the attribute inspector; SwiftData's `@Attribute`.
 @attached(accessor, names: named(init), named(get), named(set))
 @attached(peer, names: prefixed(`_$`), prefixed(`_$i_`))
 public macro Attribute(
     _ options: AttributeOption..., minValue: Double? = nil, maxValue: Double? = nil, minLength: Int? = nil,
-    maxLength: Int? = nil, regularExpression: String? = nil, validation: String? = nil, columnName: String? = nil
+    maxLength: Int? = nil, regularExpression: String? = nil, validation: String? = nil, derived: String? = nil,
+    columnName: String? = nil
 ) = #externalMacro(module: "PostgresDataMacros", type: "PersistentPropertyMacro")
 
 /// Options of a relationship of an `@Entity` class: delete rule, inverse, count limits.

@@ -74,7 +74,8 @@ public enum PostgresDataError: Error, Sendable, CustomStringConvertible {
             return "merge conflict on \(conflicts.count) object\(conflicts.count == 1 ? "" : "s") (merge policy `error`); nothing was saved. Refresh the objects or choose another merge policy:\n" +
                 conflicts.map { "  - \($0)" }.joined(separator: "\n")
         case .constraintConflict(let conflicts):
-            return "uniqueness conflict on \(conflicts.count) key value\(conflicts.count == 1 ? "" : "s"); nothing was saved and the context keeps its changes. Fetch the existing object and change it instead, or save with a merge policy that resolves conflicts (mergeByPropertyObjectTrump, mergeByPropertyStoreTrump):\n" +
+            let state = sqlState.map { " (SQLSTATE \($0))" } ?? ""
+            return "uniqueness conflict\(state) on \(conflicts.count) key value\(conflicts.count == 1 ? "" : "s"); nothing was saved and the context keeps its changes. Fetch the existing object and change it instead, or save with a merge policy that resolves conflicts (mergeByPropertyObjectTrump, mergeByPropertyStoreTrump):\n" +
                 conflicts.map { "  - \($0)" }.joined(separator: "\n")
         case .constraintViolation(let constraint, let name, let underlying):
             let rule = constraint.map { "\($0.entityName).\($0.keys.joined(separator: ", ")): \($0.rule)" } ?? "constraint \"\(name)\""

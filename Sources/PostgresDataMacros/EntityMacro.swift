@@ -136,6 +136,8 @@ public struct PersistentPropertyMacro: AccessorMacro, PeerMacro {
         guard let property = StoredProperty(declaration), property.isPersistent else { return [] }
         let marker = "_$\(property.name)"
         let index = "Self._$i_\(property.name)"
+        // A derived attribute is read-only: the database computes it.
+        let isDerived = node.arguments?.as(LabeledExprListSyntax.self)?.contains { $0.label?.text == "derived" } ?? false
         return [
             """
             @storageRestrictions(initializes: \(raw: marker))
@@ -144,8 +146,7 @@ public struct PersistentPropertyMacro: AccessorMacro, PeerMacro {
             }
             """,
             "get { _$get(\(raw: index)) }",
-            "set { _$set(\(raw: index), newValue) }",
-        ]
+        ] + (isDerived ? [] : ["set { _$set(\(raw: index), newValue) }"])
     }
 
     public static func expansion(

@@ -112,14 +112,18 @@ import Testing
                 return error
             }
         }
-        guard case .constraintViolation(let constraint, let name, let underlying)? = error else {
-            Issue.record("expected a constraint violation, got \(String(describing: error))")
+        // A unique key taken: the conflict names the key, the row holding it and the object.
+        guard case .constraintConflict(let conflicts)? = error, let conflict = conflicts.first else {
+            Issue.record("expected a uniqueness conflict, got \(String(describing: error))")
             return
         }
-        #expect(name == "team_name_key")
-        #expect(constraint?.keys == ["name"] && constraint?.entityName == "Team")
-        #expect(underlying.sqlState?.rawValue == "23505")
-        #expect(error?.description.contains("Team.name: name must be unique") == true)
+        #expect(conflicts.count == 1)
+        #expect(conflict.constraintName == "team_name_key")
+        #expect(conflict.entityName == "Team" && conflict.constraint == ["name"])
+        #expect(conflict.constraintValues["name"] == .string("Lions"))
+        #expect(conflict.databaseValues?["name"] == .string("Lions"))
+        #expect(error?.sqlState == "23505")
+        #expect(error?.description.contains("Team (name = Lions) must be unique (constraint team_name_key)") == true)
         #expect(try await container.rawIntegers("SELECT count(*) FROM team") == [1])
         #expect(try await container.rawIntegers("SELECT count(*) FROM player") == [0])
         // Fix the offending object and retry: everything lands.

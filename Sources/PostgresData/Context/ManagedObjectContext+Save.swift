@@ -163,9 +163,9 @@ extension ManagedObjectContext {
             }
             let completion = SaveCompletion(context: self)
             switch outcome {
-            case .saved(let version, let upserted):
+            case .saved(let version, let upserted, let refreshed):
                 noteWrittenRows()
-                completion.finish(version: version ?? 0, upserted: upserted)
+                completion.finish(version: version ?? 0, upserted: upserted, refreshed: refreshed)
                 return
             case .conflicts(let conflicts):
                 noteConflicts(conflicts.map(\.0))
@@ -199,7 +199,7 @@ extension ManagedObjectContext {
         }
         var updates: [SavePlan.Update] = []
         for object in updatedSet.values {
-            let changed = object.entity.columnIndices.filter(object.changedProperties.contains)
+            let changed = object.entity.writableColumnIndices.filter(object.changedProperties.contains)
             updates.append(SavePlan.Update(entity: object.entity, key: object.objectID.primaryKey!,
                                            version: object.snapshot?.version ?? 0,
                                            values: try translate(object.values.array, of: object), changed: changed))
@@ -243,7 +243,8 @@ extension ManagedObjectContext {
             }
         }
         return try SavePlan(inserts: inserts, updates: updates, deletes: deletes, joinInserts: joinInserts,
-                            joinDeletes: joinDeletes, history: history, uniqueness: mergePolicy.uniquenessResolution)
+                            joinDeletes: joinDeletes, history: history, uniqueness: mergePolicy.uniquenessResolution,
+                            refreshing: rowsWithMovedDerivations())
     }
 
     /// Removes an object whose row is gone from the context.

@@ -40,7 +40,7 @@ struct SaveCompletion {
     /// notifications. Rows the save inserted do not enter the row cache (no other context
     /// knows them yet); new objects that resolved to existing rows (`upserted`) take those
     /// rows' IDs and count as updated.
-    func finish(version: UInt32, upserted: [UpsertedRow] = []) {
+    func finish(version: UInt32, upserted: [UpsertedRow] = [], refreshed read: [(ManagedObjectID, RowSnapshot)] = []) {
         let context = self.context
         let coordinator = context.persistentStoreCoordinator
         let adopted = context.adoptUpsertedRows(upserted)
@@ -81,6 +81,7 @@ struct SaveCompletion {
             }
         }
         coordinator.noteCommittedRows(retained: retained, refreshed: refreshed, deleted: deleted.map(\.objectID))
+        context.applyRefreshedRows(read)
         for object in deleted {
             context.registered.remove(object.objectID)
             object.managedObjectContext = nil

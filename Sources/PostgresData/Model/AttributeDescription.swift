@@ -45,6 +45,20 @@ public struct AttributeDescription: Sendable, Hashable {
     ///
     /// Core Data equivalent: `validationPredicates` of `NSPropertyDescription`.
     public var validationPredicates: [String] = []
+    /// How the value is computed, when the attribute is derived (read-only in Swift), in the
+    /// predicate language's value syntax:
+    /// - an expression over the row's own attributes (`"price * quantity"`,
+    ///   `"firstName + ' ' + lastName"`): a `GENERATED ALWAYS AS (…) STORED` column;
+    /// - `"items.@count"`, or `"items.@sum.price"` for a to-many relationship stored by a
+    ///   foreign key: a column kept current by triggers in every transaction that changes the
+    ///   relationship's rows — saves, batch requests and other programs alike.
+    ///
+    /// A save reads the derived values of the rows it wrote (and of the owners whose
+    /// aggregates it moved) in its own round trip. Derived attributes work in predicates and
+    /// sort descriptors like any other.
+    ///
+    /// Core Data equivalent: `NSDerivedAttributeDescription.derivationExpression`.
+    public var derivationExpression: String?
 
     /// Describes an attribute.
     public init(name: String, type: AttributeType, isOptional: Bool = false, defaultValue: AttributeValue = .null,

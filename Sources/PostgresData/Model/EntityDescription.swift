@@ -44,6 +44,11 @@ public final class EntityDescription: @unchecked Sendable, Hashable, CustomStrin
     private(set) var derivedRelationshipIndices: [Int] = []
     /// The sets of properties no two rows share (see ``makeUniqueKeys()``).
     private(set) var uniqueKeys: [UniqueKey] = []
+    /// How each derived attribute is computed, by property index.
+    private(set) var derivations: [Int: Derivation] = [:]
+    /// The columns a save or batch insert writes: ``columnIndices`` but derived attributes,
+    /// which the database computes.
+    private(set) var writableColumnIndices: [Int] = []
     private(set) var isResolved = false
     /// The index of this entity in its model.
     private(set) var modelIndex = 0
@@ -219,6 +224,14 @@ public final class EntityDescription: @unchecked Sendable, Hashable, CustomStrin
                   !attribute.isOptional, attribute.defaultValue.isNull else { continue }
             problems.append("\(name).\(attribute.name) is a JSON attribute of a type that is not Optional and has no default value: make it Optional or give it a default, which it reads as when its stored JSON does not decode")
         }
+        var derivations: [Int: Derivation] = [:]
+        for (index, property) in properties.enumerated() {
+            guard let attribute = property.attribute, attribute.derivationExpression != nil else { continue }
+            switch Derivation.resolve(attribute, of: self, storage: storage, destinations: destinations) {
+            case .success(let derivation): derivations[index] = derivation
+            case .failure(let problem): problems.append(problem.description)
+            }
+        }
         for constraint in uniquenessConstraints + indexes {
             for key in constraint where propertyIndexByName[key] == nil {
                 problems.append("\(name) has a uniqueness constraint or index on \"\(key)\", which is not one of its properties")
@@ -235,6 +248,8 @@ public final class EntityDescription: @unchecked Sendable, Hashable, CustomStrin
             }
             hasForeignKeys = columns.contains { properties[$0].relationship != nil }
             derivedRelationshipIndices = derived
+            self.derivations = derivations
+            writableColumnIndices = columns.filter { derivations[$0] == nil }
             uniqueKeys = makeUniqueKeys()
             modelIndex = index
             isResolved = problems.isEmpty

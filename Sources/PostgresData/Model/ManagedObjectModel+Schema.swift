@@ -29,10 +29,10 @@ extension ManagedObjectModel {
     }
 
     /// The statements of ``createSchemaSQL()``, one per element: tables first, then foreign
-    /// keys and indexes.
+    /// keys, indexes, and the functions and triggers that keep derived aggregates current.
     public func schemaStatements() -> [String] {
         let plan = SchemaPlan(model: self)
-        return plan.tables + plan.foreignKeys + plan.indexes
+        return plan.tables + plan.foreignKeys + plan.indexes + plan.triggers
     }
 
     /// Every named constraint of the generated schema.

@@ -15,13 +15,50 @@ public struct SchemaDescription: Sendable, Hashable, Codable {
         public var constraints: [Constraint]
         /// Indexes that do not belong to a constraint.
         public var indexes: [Index]
+        /// Triggers on the table (those that keep derived attributes current).
+        public var triggers: [Trigger]
 
         /// A table.
-        public init(name: String, columns: [Column] = [], constraints: [Constraint] = [], indexes: [Index] = []) {
+        public init(name: String, columns: [Column] = [], constraints: [Constraint] = [], indexes: [Index] = [],
+                    triggers: [Trigger] = []) {
             self.name = name
             self.columns = columns
             self.constraints = constraints
             self.indexes = indexes
+            self.triggers = triggers
+        }
+
+        private enum CodingKeys: String, CodingKey { case name, columns, constraints, indexes, triggers }
+
+        /// Decodes a table; descriptions written before triggers were described have none.
+        public init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            name = try container.decode(String.self, forKey: .name)
+            columns = try container.decode([Column].self, forKey: .columns)
+            constraints = try container.decode([Constraint].self, forKey: .constraints)
+            indexes = try container.decode([Index].self, forKey: .indexes)
+            triggers = try container.decodeIfPresent([Trigger].self, forKey: .triggers) ?? []
+        }
+    }
+
+    /// A trigger with the statements that create it and its function.
+    public struct Trigger: Sendable, Hashable, Codable {
+        /// The trigger's name.
+        public var name: String
+        /// Its `CREATE TRIGGER` statement.
+        public var definition: String
+        /// The `CREATE OR REPLACE FUNCTION` statement of the function it runs.
+        public var function: String
+        /// A statement that brings existing rows up to date when the trigger is added to a
+        /// populated table (a derived aggregate computed once for every row), if any.
+        public var backfill: String?
+
+        /// A trigger.
+        public init(name: String, definition: String, function: String, backfill: String? = nil) {
+            self.name = name
+            self.definition = definition
+            self.function = function
+            self.backfill = backfill
         }
     }
 
@@ -37,14 +74,18 @@ public struct SchemaDescription: Sendable, Hashable, Codable {
         public var defaultExpression: String?
         /// `GENERATED … AS IDENTITY`.
         public var isIdentity: Bool
+        /// The expression of a `GENERATED ALWAYS AS (…) STORED` column (a derived attribute).
+        public var generationExpression: String?
 
         /// A column.
-        public init(name: String, type: String, isNullable: Bool, defaultExpression: String? = nil, isIdentity: Bool = false) {
+        public init(name: String, type: String, isNullable: Bool, defaultExpression: String? = nil, isIdentity: Bool = false,
+                    generationExpression: String? = nil) {
             self.name = name
             self.type = type
             self.isNullable = isNullable
             self.defaultExpression = defaultExpression
             self.isIdentity = isIdentity
+            self.generationExpression = generationExpression
         }
     }
 

@@ -13,13 +13,14 @@ extension ManagedObject {
     public static func _$property<Value: PersistentAttributeValue>(
         _ name: String, _ type: Value.Type, default defaultValue: Value? = nil, _ options: AttributeOption...,
         minValue: Double? = nil, maxValue: Double? = nil, minLength: Int? = nil, maxLength: Int? = nil,
-        regularExpression: String? = nil, validation: String? = nil, columnName: String? = nil
+        regularExpression: String? = nil, validation: String? = nil, derived: String? = nil, columnName: String? = nil
     ) -> PropertyDescription {
         var attribute = AttributeDescription(
             name: name, valueType: Value.self, defaultValue: defaultValue, minValue: minValue, maxValue: maxValue,
             minLength: minLength, maxLength: maxLength, regularExpression: regularExpression,
             isIndexed: options.contains(.indexed), isUnique: options.contains(.unique), columnName: columnName)
         attribute.validationPredicates = validation.map { [$0] } ?? []
+        attribute.derivationExpression = derived
         return .attribute(attribute)
     }
 
@@ -27,11 +28,11 @@ extension ManagedObject {
     public static func _$property<Value: PersistentAttributeValue>(
         _ name: String, default defaultValue: Value, _ options: AttributeOption...,
         minValue: Double? = nil, maxValue: Double? = nil, minLength: Int? = nil, maxLength: Int? = nil,
-        regularExpression: String? = nil, validation: String? = nil, columnName: String? = nil
+        regularExpression: String? = nil, validation: String? = nil, derived: String? = nil, columnName: String? = nil
     ) -> PropertyDescription {
         var description = _$property(name, Value.self, default: defaultValue, minValue: minValue, maxValue: maxValue,
                                      minLength: minLength, maxLength: maxLength, regularExpression: regularExpression,
-                                     validation: validation, columnName: columnName)
+                                     validation: validation, derived: derived, columnName: columnName)
         if case .attribute(var attribute) = description {
             attribute.isIndexed = options.contains(.indexed)
             attribute.isUnique = options.contains(.unique)

@@ -44,6 +44,9 @@ extension ManagedObject {
         }
         switch entity.properties[index] {
         case .attribute(let attribute):
+            if let derivation = attribute.derivationExpression {
+                throw PostgresDataError.invalidRequest("\(entity.name).\(key) is derived (\(derivation)); the database computes it, so it cannot be set")
+            }
             guard let converted = AttributeValue.converting(value, to: attribute.attributeType),
                   converted.fits(attribute.attributeType) else {
                 throw PostgresDataError.typeMismatch(key: key, entity: entity.name, expected: attribute.attributeType,

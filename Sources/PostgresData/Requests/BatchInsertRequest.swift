@@ -88,7 +88,7 @@ public struct BatchInsertRequest: Sendable {
         let object = Entity(entity: description, insertInto: nil)
         object.isInsertedStorage = true
         let defaults = description.defaultValues
-        let columns = description.columnIndices
+        let columns = description.writableColumnIndices
         let types = columns.map { SavePlan.columnType(description, $0) }
         // Per column: its attribute's optionality and type, and whether it has rules beyond
         // them; relationships (nil) cannot be set through this object.
@@ -149,9 +149,12 @@ public struct BatchInsertRequest: Sendable {
             var values: [Int: AttributeValue] = [:]
             for (key, value) in row {
                 guard let index = entity.propertyIndex(named: key) else { throw PredicateSQL.unknownKey(key, in: entity, path: key) }
+                guard entity.derivations[index] == nil else {
+                    throw PostgresDataError.invalidRequest("batch insert of \(entity.name), row \(position): \(key) is derived (\(entity.properties[index].attribute?.derivationExpression ?? "")); the database computes it, leave it out; nothing was sent")
+                }
                 values[index] = try Self.convert(value, for: entity, at: index, row: position)
             }
-            for index in entity.columnIndices where values[index] == nil {
+            for index in entity.writableColumnIndices where values[index] == nil {
                 if let attribute = entity.properties[index].attribute, !attribute.isOptional, entity.defaultValues[index].isNull {
                     throw PostgresDataError.invalidRequest("batch insert of \(entity.name), row \(position): \(attribute.name) is required and has no default; nothing was sent")
                 }

@@ -29,20 +29,20 @@ struct BatchInsertPlan: Sendable {
     /// conflicts are handled, one COPY into a temporary table and one `INSERT … SELECT`
     /// from it (every key is supplied, so an upsert updates every column).
     init(entity: EntityDescription, encodedRows: BatchInsertRequest.EncodedRows, request: BatchInsertRequest, returningIDs: Bool) throws {
-        let columns = entity.columnIndices.map(entity.columnName(of:))
+        let columns = entity.writableColumnIndices.map(entity.columnName(of:))
         let wantIDs = returningIDs || request.wantsIDs
         if !wantIDs, request.onConflict == .error {
             steps = [.copy(table: entity.tableName, columns: columns, rows: encodedRows.bytes, count: encodedRows.count)]
             return
         }
         let staging = "postgres_data_batch_insert"
-        let definitions = entity.columnIndices.map { "\(quoteIdentifier(entity.columnName(of: $0))) \(SavePlan.columnType(entity, $0).sqlType)" }
+        let definitions = entity.writableColumnIndices.map { "\(quoteIdentifier(entity.columnName(of: $0))) \(SavePlan.columnType(entity, $0).sqlType)" }
         steps = [
             .execute(sql: "CREATE TEMPORARY TABLE \(quoteIdentifier(staging)) (\(definitions.joined(separator: ", "))) ON COMMIT DROP"),
             .copy(table: staging, columns: columns, rows: encodedRows.bytes, count: encodedRows.count, isStaging: true),
         ]
         let select = "SELECT * FROM \(quoteIdentifier(staging))"
-        steps.append(try Self.insert(entity, from: select, bindings: PostgresBindings(), suppliedKeys: entity.columnIndices, request: request,
+        steps.append(try Self.insert(entity, from: select, bindings: PostgresBindings(), suppliedKeys: entity.writableColumnIndices, request: request,
                                      returningIDs: wantIDs))
     }
 
@@ -58,7 +58,7 @@ struct BatchInsertPlan: Sendable {
         var groups: [[Int]: [[Int: AttributeValue]]] = [:]
         var order: [[Int]] = []
         for row in rows {
-            let keys = entity.columnIndices.filter { row[$0] != nil }
+            let keys = entity.writableColumnIndices.filter { row[$0] != nil }
             if groups[keys] == nil { order.append(keys) }
             groups[keys, default: []].append(row)
         }
@@ -67,7 +67,7 @@ struct BatchInsertPlan: Sendable {
             // Every column is inserted (keys left out take the model's defaults).
             var bindings = PostgresBindings()
             var casts: [String] = []
-            for index in entity.columnIndices {
+            for index in entity.writableColumnIndices {
                 let type = SavePlan.columnType(entity, index)
                 try ValueCoding.appendArray(group.map { $0[index] ?? entity.defaultValues[index] }, of: type, to: &bindings)
                 casts.append("$\(bindings.count)::\(type.sqlType)[]")
@@ -83,7 +83,7 @@ struct BatchInsertPlan: Sendable {
         _ entity: EntityDescription, from select: String, bindings: PostgresBindings, suppliedKeys keys: [Int], request: BatchInsertRequest,
         returningIDs: Bool
     ) throws -> Step {
-        let columns = entity.columnIndices.map { quoteIdentifier(entity.columnName(of: $0)) }
+        let columns = entity.writableColumnIndices.map { quoteIdentifier(entity.columnName(of: $0)) }
         var sql = "INSERT INTO \(quoteIdentifier(entity.tableName)) (\(columns.joined(separator: ", "))) \(select)"
         switch request.onConflict {
         case .error: break
@@ -126,7 +126,7 @@ struct BatchInsertPlan: Sendable {
 
     /// One binary COPY of every column of rows holding one value per property.
     private static func copy(_ entity: EntityDescription, _ rows: [[AttributeValue]]) throws -> Step {
-        let columns = entity.columnIndices
+        let columns = entity.writableColumnIndices
         let types = columns.map { SavePlan.columnType(entity, $0) }
         var buffer = PostgresBuffer(capacity: rows.count * (2 + columns.count * 16))
         var values = [AttributeValue](repeating: .null, count: columns.count)

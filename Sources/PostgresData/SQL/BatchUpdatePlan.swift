@@ -38,6 +38,9 @@ extension BatchUpdateRequest {
             let column = quoteIdentifier(entity.columnName(of: index))
             switch entity.properties[index] {
             case .attribute(let attribute):
+                if let derivation = attribute.derivationExpression {
+                    throw PostgresDataError.invalidRequest("batch update of \(entity.name): \(key) is derived (\(derivation)); the database computes it, so it cannot be set; nothing was sent")
+                }
                 let type = attribute.attributeType
                 if case .constant(let constant) = value {
                     let converted = constant.isNull ? constant : try PredicateSQL.convert(constant, to: type, key: key)

@@ -230,7 +230,7 @@ struct PredicateSQL {
 
     /// A value expression (for a batch update's `SET`): its SQL and type.
     mutating func value(_ value: PredicateValue, expected: AttributeType?, key: String) throws -> (sql: String, type: AttributeType?) {
-        let operand = try operand(value, entity: entity, alias: "t", expected: expected, key: key)
+        let operand = try operand(value, entity: entity, alias: rootAlias, expected: expected, key: key)
         return (operand.sql, operand.type)
     }
 

@@ -25,7 +25,7 @@ extension SavePlan {
             insertsRows = true
             var bindings = PostgresBindings()
             try bindings.append(rows.map(\.key))
-            let columns = entity.columnIndices
+            let columns = entity.writableColumnIndices
             var casts = ["$1::bigint[]"]
             for index in columns {
                 let type = Self.columnType(entity, index)
@@ -44,7 +44,7 @@ extension SavePlan {
                           resolution: UniquenessResolution, history: HistoryRecord.Origin?,
                           bindings: inout PostgresBindings) throws -> String {
         let table = quoteIdentifier(entity.tableName)
-        let columns = entity.columnIndices
+        let columns = entity.writableColumnIndices
         let names = columns.map { quoteIdentifier(entity.columnName(of: $0)) }
         let aliases = ["k"] + columns.indices.map { "c\($0)" }
         let target = key.indices.map { quoteIdentifier(entity.columnName(of: $0)) }
@@ -92,7 +92,7 @@ extension SavePlan {
         let into = "INSERT INTO \(HistorySchema.changes) (\"transaction_id\", \"entity\", \"change_type\", \"object_keys\", \"updated_properties\")"
         switch resolution {
         case .objectTrump:
-            try bindings.append(entity.columnIndices.map { entity.properties[$0].name })
+            try bindings.append(entity.writableColumnIndices.map { entity.properties[$0].name })
             return "h AS (\(into) SELECT x.\"id\", $\(name), g.t, range_agg(int8range(g.k, g.k + 1)), CASE WHEN g.t = 1 THEN $\(name + 1)::text[] END FROM \(transaction) AS x, (SELECT m.\"id\" AS k, (CASE WHEN m.\"id\" = m.proposed THEN 0 ELSE 1 END)::int2 AS t FROM m) AS g GROUP BY x.\"id\", g.t)"
         case .storeTrump:
             return "h AS (\(into) SELECT x.\"id\", $\(name), 0::int2, range_agg(int8range(w.\"id\", w.\"id\" + 1)), NULL FROM \(transaction) AS x, w GROUP BY x.\"id\")"

@@ -52,6 +52,8 @@ struct SavePlan: Sendable {
         /// An upsert (``SavePlan/planUpserts(_:resolution:history:)``): its rows are the
         /// existing rows new objects resolved to, each followed by the object's allocated key.
         case upserts(entity: EntityDescription)
+        /// Rows read back after the writes, for their derived attributes.
+        case refresh(entity: EntityDescription)
         case none
     }
 
@@ -93,7 +95,8 @@ struct SavePlan: Sendable {
     let isPipelined: Bool
 
     init(inserts: [Insert], updates: [Update], deletes: [Delete], joinInserts: [JoinChange],
-         joinDeletes: [JoinChange], history: HistoryRecord? = nil, uniqueness: UniquenessResolution? = nil) throws {
+         joinDeletes: [JoinChange], history: HistoryRecord? = nil, uniqueness: UniquenessResolution? = nil,
+         refreshing: [(EntityDescription, [Int64])] = []) throws {
         var inserts = inserts
         var upserts: [Insert] = []
         var joinInserts = joinInserts
@@ -141,6 +144,11 @@ struct SavePlan: Sendable {
             try planUpserts(upserts, resolution: uniqueness, history: history?.origin)
             try planJoinInserts(upsertedJoinInserts, after: upserts)
         }
+        // Last: the rows whose derived attributes the statements before moved.
+        for (entity, keys) in refreshing where !keys.isEmpty && !statements.isEmpty {
+            statements.append(Statement(sql: RelationshipFetchPlan.rows(of: entity), bindings: try PostgresBindings(keys),
+                                        check: .refresh(entity: entity)))
+        }
     }
 
     var isEmpty: Bool { statements.isEmpty }
@@ -176,7 +184,7 @@ struct SavePlan: Sendable {
                 var bindings = try PostgresBindings(rows[0].key)
                 var columns = [quoteIdentifier("id")]
                 var values = ["$1"]
-                for index in entity.columnIndices {
+                for index in entity.writableColumnIndices {
                     let type = Self.columnType(entity, index)
                     try ValueCoding.append(rows[0].values[index], of: type, to: &bindings)
                     columns.append(quoteIdentifier(entity.columnName(of: index)))
@@ -190,7 +198,7 @@ struct SavePlan: Sendable {
             try bindings.append(rows.map(\.key))
             var columns = [quoteIdentifier("id")]
             var casts = ["$1::bigint[]"]
-            for index in entity.columnIndices {
+            for index in entity.writableColumnIndices {
                 let type = Self.columnType(entity, index)
                 try ValueCoding.appendArray(rows.map { $0.values[index] }, of: type, to: &bindings)
                 columns.append(quoteIdentifier(entity.columnName(of: index)))
@@ -202,7 +210,7 @@ struct SavePlan: Sendable {
     }
 
     private mutating func planCopy(_ entity: EntityDescription, _ rows: [Insert]) throws {
-        let columns = entity.columnIndices
+        let columns = entity.writableColumnIndices
         let types = columns.map { Self.columnType(entity, $0) }
         var buffer = PostgresBuffer(capacity: rows.count * (8 + columns.count * 16))
         var values = [AttributeValue](repeating: .null, count: columns.count)

@@ -6,6 +6,8 @@ struct SchemaPlan {
     var tables: [String] = []
     var foreignKeys: [String] = []
     var indexes: [String] = []
+    /// Functions and triggers that keep derived aggregates current, after everything else.
+    var triggers: [String] = []
     var constraints: [String: SchemaConstraint] = [:]
     /// Statements per table, so that a store can create only the missing tables.
     var statementsByTable: [String: [String]] = [:]
@@ -24,14 +26,16 @@ struct SchemaPlan {
                 addJoinTable(join, entity: entity, relationshipIndex: index)
             }
         }
+        for entity in model.entities { addDerivationTriggers(of: entity) }
     }
 
-    private mutating func record(_ table: String, _ statement: String) {
+    mutating func record(_ table: String, _ statement: String) {
         statementsByTable[table, default: []].append(statement)
     }
 
-    private mutating func describe(_ table: String, column: SchemaDescription.Column? = nil,
-                                   constraint: SchemaDescription.Constraint? = nil, index: SchemaDescription.Index? = nil) {
+    mutating func describe(_ table: String, column: SchemaDescription.Column? = nil,
+                           constraint: SchemaDescription.Constraint? = nil, index: SchemaDescription.Index? = nil,
+                           trigger: SchemaDescription.Trigger? = nil) {
         if described[table] == nil {
             described[table] = SchemaDescription.Table(name: table)
             tableOrder.append(table)
@@ -39,6 +43,7 @@ struct SchemaPlan {
         if let column { described[table]!.columns.append(column) }
         if let constraint { described[table]!.constraints.append(constraint) }
         if let index { described[table]!.indexes.append(index) }
+        if let trigger { described[table]!.triggers.append(trigger) }
     }
 
     private mutating func addTable(for entity: EntityDescription) {
@@ -49,7 +54,7 @@ struct SchemaPlan {
         for index in entity.columnIndices {
             switch entity.properties[index] {
             case .attribute(let attribute):
-                lines.append(columnDefinition(attribute, entity: entity))
+                lines.append(columnDefinition(attribute, at: index, entity: entity))
             case .relationship(let relationship):
                 let column = entity.columnName(of: index)
                 let destination = entity.destination(of: index)
@@ -102,15 +107,27 @@ struct SchemaPlan {
         describe(table, index: .init(name: name, definition: statement))
     }
 
-    private mutating func columnDefinition(_ attribute: AttributeDescription, entity: EntityDescription) -> String {
+    private mutating func columnDefinition(_ attribute: AttributeDescription, at index: Int, entity: EntityDescription) -> String {
         let column = quoteIdentifier(attribute.columnName)
         var definition = "\(column) \(attribute.attributeType.sqlType)"
+        var defaultLiteral = Self.literal(attribute.defaultValue)
+        var generation: String?
+        switch entity.derivations[index] {
+        case .expression(let value)?:
+            generation = Self.generationExpression(value, of: attribute, in: entity)
+            defaultLiteral = nil
+        case .count?, .sum?:
+            defaultLiteral = "0"
+        case nil:
+            break
+        }
+        if let generation { definition += " GENERATED ALWAYS AS (\(generation)) STORED" }
         if !attribute.isOptional { definition += " NOT NULL" }
-        let defaultLiteral = Self.literal(attribute.defaultValue)
         if let defaultLiteral { definition += " DEFAULT \(defaultLiteral)" }
         let table = entity.tableName
         describe(table, column: .init(name: attribute.columnName, type: attribute.attributeType.sqlType,
-                                      isNullable: attribute.isOptional, defaultExpression: defaultLiteral))
+                                      isNullable: attribute.isOptional, defaultExpression: defaultLiteral,
+                                      generationExpression: generation))
         func check(_ suffix: String, _ condition: String, _ rule: String) {
             let name = SchemaNaming.identifier(table, attribute.columnName, suffix)
             definition += " CONSTRAINT \(quoteIdentifier(name)) CHECK (\(condition))"

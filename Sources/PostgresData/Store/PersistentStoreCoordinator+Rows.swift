@@ -4,7 +4,7 @@ import PostgresClient
 enum SaveOutcome: Sendable {
     /// Committed; every row written now has this version (but the rows new objects resolved
     /// to untouched, under a store-trump policy: each carries its own).
-    case saved(version: UInt32?, upserted: [UpsertedRow])
+    case saved(version: UInt32?, upserted: [UpsertedRow], refreshed: [(ManagedObjectID, RowSnapshot)])
     /// Rolled back: these rows changed or vanished since the context read them (the
     /// snapshot is the row now, nil when it was deleted).
     case conflicts([(ManagedObjectID, RowSnapshot?)])
@@ -274,11 +274,14 @@ extension PersistentStoreCoordinator {
         let outcomes = try await connection.pipeline(statements)
         var version: UInt32?
         var upserted: [UpsertedRow] = []
+        var refreshed: [(ManagedObjectID, RowSnapshot)] = []
         for (index, outcome) in outcomes.enumerated() {
             switch outcome {
             case .succeeded(let result):
                 if let source = sources[index], case .upserts(let entity) = plan.statements[source.statement].check {
                     upserted += try UpsertedRow.rows(of: result, entity: entity)
+                } else if let source = sources[index], case .refresh(let entity) = plan.statements[source.statement].check {
+                    refreshed += try Self.identifiedSnapshots(of: result, entity: entity)
                 } else if plan.insertsRows && index == 1, let row = result.first {
                     version = UInt32(truncatingIfNeeded: try row.decode(Int64.self, at: 0))
                 } else if version == nil, let source = sources[index], !source.verifies, result.columns.count > 1, let row = result.first {
@@ -307,7 +310,12 @@ extension PersistentStoreCoordinator {
                 throw PostgresError(.server, message: "the save's pipeline skipped a statement without a failure before it")
             }
         }
-        return .saved(version: version, upserted: upserted)
+        return .saved(version: version, upserted: upserted, refreshed: refreshed)
+    }
+
+    /// Rows of `entity` selected with ``selectList(_:alias:)``, each with its object's ID.
+    private static func identifiedSnapshots(of result: QueryResult, entity: EntityDescription) throws -> [(ManagedObjectID, RowSnapshot)] {
+        try SnapshotDecoder.snapshots(of: result, entity: entity).map { (ManagedObjectID(entity: entity, primaryKey: $0.0), $0.1) }
     }
 
     /// A large plan statement by statement in a transaction (binary COPY for many new rows).
@@ -316,6 +324,7 @@ extension PersistentStoreCoordinator {
         try await connection.withTransaction(TransactionOptions(isolation: isolation)) { connection in
             var version: UInt32?
             var upserted: [UpsertedRow] = []
+            var refreshed: [(ManagedObjectID, RowSnapshot)] = []
             if plan.insertsRows {
                 let txid = try await connection.query("SELECT txid_current()")
                 version = UInt32(truncatingIfNeeded: try txid[0].decode(Int64.self, at: 0))
@@ -332,6 +341,10 @@ extension PersistentStoreCoordinator {
                     upserted += try UpsertedRow.rows(of: result, entity: entity)
                     continue
                 }
+                if case .refresh(let entity) = statement.check {
+                    refreshed += try identifiedSnapshots(of: result, entity: entity)
+                    continue
+                }
                 if version == nil, result.columns.count > 1, let first = result.first {
                     // An UPDATE's RETURNING xmin: the version of every row this save writes.
                     version = try first.decode(TransactionID.self, at: 1).rawValue
@@ -343,7 +356,7 @@ extension PersistentStoreCoordinator {
                                          uniquingKeysWith: { first, _ in first })
                 throw ConflictsFound(conflicts: missing.map { (ManagedObjectID(entity: entity, primaryKey: $0), current[$0]) })
             }
-            return .saved(version: version, upserted: upserted)
+            return .saved(version: version, upserted: upserted, refreshed: refreshed)
         }
     }
 }

@@ -100,6 +100,7 @@ final class StoreMetrics: Sendable {
                 return underlying.sqlState?.rawValue ?? "\(underlying.kind)"
             case .constraintViolation(_, _, let underlying): return underlying.sqlState?.rawValue ?? "constraint_violation"
             case .mergeConflict: return "merge_conflict"
+            case .constraintConflict: return error.sqlState ?? "constraint_conflict"
             case .validation: return "validation"
             case .shuttingDown: return "shutting_down"
             default: return "invalid_request"
