@@ -42,6 +42,33 @@ final class EntityMacroTests: XCTestCase {
             macros: macros)
     }
 
+    func testADerivedAttributeHasNoSetter() {
+        assertMacroExpansion(
+            """
+            final class Basket: ManagedObject {
+                @Attribute(derived: "lines.@count") var lineCount: Int = 0
+            }
+            """,
+            expandedSource: """
+            final class Basket: ManagedObject {
+                var lineCount: Int {
+                    @storageRestrictions(initializes: _$lineCount)
+                    init(initialValue) {
+                        _$lineCount = .init()
+                    }
+                    get {
+                        _$get(Self._$i_lineCount)
+                    }
+                }
+
+                private var _$lineCount = _$PropertyMarker()
+
+                private static let _$i_lineCount = _$index(entity(), "lineCount")
+            }
+            """,
+            macros: ["Attribute": PersistentPropertyMacro.self])
+    }
+
     func testEntityDescribesEveryPersistentPropertyInOrder() {
         assertMacroExpansion(
             """

@@ -11,7 +11,8 @@ struct SchemaCheck {
         let expected = expectedColumns(plan)
         let constraints = Dictionary(grouping: plan.constraints.values, by: \.tableName)
             .mapValues { $0.sorted { $0.name < $1.name } }
-        var differences = try await compare(connection, expected: expected, expectedConstraints: constraints)
+        let triggers = plan.described.mapValues { $0.triggers.map(\.name) }.filter { !$0.value.isEmpty }
+        var differences = try await compare(connection, expected: expected, expectedConstraints: constraints, expectedTriggers: triggers)
         let missingTables = Set(differences.compactMap(\.missingTable))
         if !differences.isEmpty && create && differences.allSatisfy({ $0.missingTable != nil }) {
             try await connection.withTransaction { connection in
@@ -28,7 +29,7 @@ struct SchemaCheck {
                     _ = try await connection.execute(script: statement)
                 }
             }
-            differences = try await compare(connection, expected: expected, expectedConstraints: constraints)
+            differences = try await compare(connection, expected: expected, expectedConstraints: constraints, expectedTriggers: triggers)
         }
         guard differences.isEmpty else { throw PostgresDataError.schemaMismatch(differences.map(\.description)) }
         let tables = model.entities.map(\.tableName)
@@ -57,6 +58,7 @@ struct SchemaCheck {
         case nullability(table: String, column: String, nullable: Bool)
         case extraRequiredColumn(table: String, column: String)
         case constraint(table: String, SchemaConstraint)
+        case trigger(table: String, name: String)
 
         var missingTable: String? {
             if case .table(let name) = self { return name }
@@ -73,6 +75,8 @@ struct SchemaCheck {
                 "column \"\(table)\".\"\(column)\" is \(nullable ? "NOT NULL" : "nullable"), the model says it is \(nullable ? "optional" : "required")"
             case .extraRequiredColumn(let table, let column):
                 "column \"\(table)\".\"\(column)\" is NOT NULL without a default and not in the model: inserts would fail"
+            case .trigger(let table, let name):
+                "trigger \"\(name)\" on \"\(table)\" is missing: a derived attribute it keeps current would go stale (postgres-data diff writes it)"
             case .constraint(let table, let constraint):
                 "constraint \"\(constraint.name)\" on \"\(table)\" is missing (\(constraint.entityName).\(constraint.keys.joined(separator: ", ")): \(constraint.rule)): the database does not enforce it"
             }
@@ -116,7 +120,7 @@ struct SchemaCheck {
     }
 
     private func compare(_ connection: Connection, expected: [String: [ExpectedColumn]],
-                         expectedConstraints: [String: [SchemaConstraint]]) async throws -> [Difference] {
+                         expectedConstraints: [String: [SchemaConstraint]], expectedTriggers: [String: [String]]) async throws -> [Difference] {
         var live: [String: [String: (type: String, nullable: Bool, hasDefault: Bool)]] = [:]
         for row in try await connection.query("""
             SELECT table_name::text, column_name::text, data_type::text, is_nullable = 'YES', column_default IS NOT NULL OR is_identity = 'YES'
@@ -133,6 +137,18 @@ struct SchemaCheck {
             constraintNames.insert(try row.decode(String.self, at: 0))
         }
         var differences: [Difference] = []
+        if !expectedTriggers.isEmpty {
+            var triggerNames: Set<String> = []
+            for row in try await connection.query("""
+                SELECT g.tgname::text FROM pg_trigger g JOIN pg_class t ON t.oid = g.tgrelid
+                JOIN pg_namespace n ON n.oid = t.relnamespace WHERE n.nspname = current_schema() AND t.relname = ANY($1)
+                """, Array(expectedTriggers.keys)) {
+                triggerNames.insert(try row.decode(String.self, at: 0))
+            }
+            for (table, names) in expectedTriggers.sorted(by: { $0.key < $1.key }) where live[table] != nil {
+                for name in names where !triggerNames.contains(name) { differences.append(.trigger(table: table, name: name)) }
+            }
+        }
         for (table, constraints) in expectedConstraints where live[table] != nil {
             for constraint in constraints where !constraintNames.contains(constraint.name) {
                 differences.append(.constraint(table: table, constraint))

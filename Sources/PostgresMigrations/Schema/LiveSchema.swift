@@ -9,15 +9,16 @@ enum LiveSchema {
         var order: [String] = []
         for row in try await connection.query("""
             SELECT c.relname::text, a.attname::text, format_type(a.atttypid, a.atttypmod), NOT a.attnotnull,
-                   CASE WHEN a.attgenerated = '' THEN pg_get_expr(d.adbin, d.adrelid) END, a.attidentity <> ''
+                   CASE WHEN a.attgenerated = '' THEN pg_get_expr(d.adbin, d.adrelid) END, a.attidentity <> '',
+                   CASE WHEN a.attgenerated = 's' THEN pg_get_expr(d.adbin, d.adrelid) END
             FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
             LEFT JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
             LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
             WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p') AND NOT c.relispartition
             ORDER BY c.relname, a.attnum
             """) {
-            let (table, column, type, nullable, defaultExpression, identity) =
-                try row.decode((String, String?, String?, Bool?, String?, Bool?).self)
+            let (table, column, type, nullable, defaultExpression, identity, generation) =
+                try row.decode((String, String?, String?, Bool?, String?, Bool?, String?).self)
             guard !excluded.contains(table) else { continue }
             if tables[table] == nil {
                 tables[table] = SchemaDescription.Table(name: table)
@@ -25,7 +26,8 @@ enum LiveSchema {
             }
             if let column, let type {
                 tables[table]!.columns.append(.init(name: column, type: type, isNullable: nullable ?? true,
-                                                    defaultExpression: defaultExpression, isIdentity: identity ?? false))
+                                                    defaultExpression: defaultExpression, isIdentity: identity ?? false,
+                                                    generationExpression: generation))
             }
         }
         let kinds: [String: SchemaDescription.Constraint.Kind] = ["p": .primaryKey, "u": .unique, "c": .check, "f": .foreignKey, "x": .exclusion]
@@ -50,6 +52,16 @@ enum LiveSchema {
             let (table, name, definition) = try row.decode((String, String, String).self)
             guard tables[table] != nil else { continue }
             tables[table]!.indexes.append(.init(name: name, definition: definition))
+        }
+        for row in try await connection.query("""
+            SELECT c.relname::text, t.tgname::text, pg_get_triggerdef(t.oid), pg_get_functiondef(t.tgfoid)
+            FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+            WHERE n.nspname = current_schema() AND NOT t.tgisinternal
+            ORDER BY c.relname, t.tgname
+            """) {
+            let (table, name, definition, function) = try row.decode((String, String, String, String).self)
+            guard tables[table] != nil else { continue }
+            tables[table]!.triggers.append(.init(name: name, definition: definition, function: function))
         }
         return SchemaDescription(tables: order.map { tables[$0]! })
     }
