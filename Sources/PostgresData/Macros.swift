@@ -48,6 +48,15 @@ public macro Relationship(
     deleteRule: DeleteRule = .nullify, inverse: AnyKeyPath? = nil, minCount: Int = 0, maxCount: Int = 0
 ) = #externalMacro(module: "PostgresDataMacros", type: "PersistentPropertyMacro")
 
+/// A fetched property of an `@Entity` class: `@Fetched("list == $FETCH_SOURCE AND done == NO") var openItems: [Item]`,
+/// read-only, loaded on first use and cached until the object is refreshed (see
+/// ``FetchedPropertyDescription``).
+///
+/// Core Data equivalent: a fetched property of the model editor (`NSFetchedPropertyDescription`).
+@attached(accessor, names: named(get))
+public macro Fetched(_ predicate: String, sortDescriptors: [FetchSortDescriptor] = []) =
+    #externalMacro(module: "PostgresDataMacros", type: "FetchedMacro")
+
 /// Marks a stored property of an `@Entity` class as not persistent.
 @attached(peer)
 public macro Transient() = #externalMacro(module: "PostgresDataMacros", type: "TransientMacro")

@@ -27,7 +27,16 @@ public struct EntityMacro: MemberMacro, MemberAttributeMacro {
         var descriptions: [String] = []
         var keyPaths: [String] = []
         var persistentNames: [String] = []
+        var fetched: [String] = []
         for member in classDecl.memberBlock.members {
+            if let property = StoredProperty(member.decl), let attribute = property.fetchedAttribute {
+                var arguments = ["\"\(property.name)\"", "(\(property.type?.trimmedDescription ?? "[ManagedObject]")).self"]
+                for argument in attribute.arguments?.as(LabeledExprListSyntax.self) ?? [] {
+                    arguments.append((argument.label.map { "\($0.text): " } ?? "") + argument.expression.trimmedDescription)
+                }
+                fetched.append("_$fetchedProperty(\(arguments.joined(separator: ", ")))")
+                continue
+            }
             guard let property = StoredProperty(member.decl), property.isPersistent else { continue }
             guard property.type != nil || property.initializer != nil else {
                 context.diagnose(Diagnostic(node: member.decl, message: EntityDiagnostic.needsType(property.name)))
@@ -51,6 +60,7 @@ public struct EntityMacro: MemberMacro, MemberAttributeMacro {
                 if let expression = byLabel[label] { entityArguments += ", \(label): \(expression)" }
             }
         }
+        if !fetched.isEmpty { entityArguments += ", fetchedProperties: [\(fetched.joined(separator: ", "))]" }
         var members: [DeclSyntax] = [
             "nonisolated static let _$entity = _$EntityDescription(\(raw: entityArguments))",
             "public override class func entity() -> _$EntityDescription { _$entity }",
@@ -158,6 +168,17 @@ public struct PersistentPropertyMacro: AccessorMacro, PeerMacro {
             "private var _$\(raw: property.name) = _$PropertyMarker()",
             "private static let _$i_\(raw: property.name) = _$index(entity(), \(literal: property.name))",
         ]
+    }
+}
+
+/// `@Fetched`: a read-only accessor loading the fetched property; `@Entity` describes it.
+public struct FetchedMacro: AccessorMacro {
+    public static func expansion(
+        of node: AttributeSyntax, providingAccessorsOf declaration: some DeclSyntaxProtocol,
+        in context: some MacroExpansionContext
+    ) throws -> [AccessorDeclSyntax] {
+        guard let property = StoredProperty(declaration) else { return [] }
+        return ["get { _$fetched(\(literal: property.name)) }"]
     }
 }
 

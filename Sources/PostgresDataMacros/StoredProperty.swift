@@ -36,6 +36,8 @@ struct StoredProperty {
     }
 
     var isTransient: Bool { attribute(named: ["Transient"]) != nil }
+    /// `@Fetched`: a fetched property, described apart from the persistent ones.
+    var fetchedAttribute: AttributeSyntax? { attribute(named: ["Fetched"]) }
     var optionsAttribute: AttributeSyntax? { attribute(named: ["Attribute", "Relationship"]) }
-    var isPersistent: Bool { !isTransient }
+    var isPersistent: Bool { !isTransient && fetchedAttribute == nil }
 }

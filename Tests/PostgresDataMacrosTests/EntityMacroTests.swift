@@ -69,6 +69,40 @@ final class EntityMacroTests: XCTestCase {
             macros: ["Attribute": PersistentPropertyMacro.self])
     }
 
+    func testAFetchedPropertyIsDescribedApartAndReadOnly() {
+        assertMacroExpansion(
+            """
+            @Entity final class Shelf: ManagedObject {
+                var name: String
+                @Fetched("shelf == $FETCH_SOURCE", sortDescriptors: [FetchSortDescriptor(key: "price")]) var books: [Book]
+            }
+            """,
+            expandedSource: """
+            final class Shelf: ManagedObject {
+                @_PersistentProperty
+                var name: String
+                var books: [Book] {
+                    get {
+                        _$fetched("books")
+                    }
+                }
+
+                nonisolated static let _$entity = _$EntityDescription(name: "Shelf", managedObjectClass: Shelf.self, properties: [
+                        _$property("name", (String).self),
+                    ], fetchedProperties: [_$fetchedProperty("books", ([Book]).self, "shelf == $FETCH_SOURCE", sortDescriptors: [FetchSortDescriptor(key: "price")])])
+
+                public override class func entity() -> _$EntityDescription {
+                    _$entity
+                }
+
+                public override class var _$keyPathNames: [AnyKeyPath: String] {
+                    [\\Shelf.name: "name"]
+                }
+            }
+            """,
+            macros: ["Entity": EntityMacro.self, "Fetched": FetchedMacro.self])
+    }
+
     func testEntityDescribesEveryPersistentPropertyInOrder() {
         assertMacroExpansion(
             """

@@ -36,6 +36,7 @@ extension ManagedObjectContext {
         unregisterAll()
         forgetChanges()
         filledBatches = []
+        fetchedPropertyValues = [:]
     }
 
     /// Empties the unsaved changes, the recorded errors and the pending notifications.
@@ -58,6 +59,7 @@ extension ManagedObjectContext {
     public func refresh(_ object: ManagedObject, mergeChanges: Bool) {
         assertOnQueue()
         guard object.managedObjectContext === self, !object.isInsertedStorage else { return }
+        fetchedPropertyValues[object.objectID] = nil
         if !mergeChanges || !object.hasChanges {
             updatedSet[ObjectIdentifier(object)] = nil
             turnIntoFault(object)

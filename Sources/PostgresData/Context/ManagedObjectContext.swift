@@ -90,6 +90,8 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     var activeMetrics: StoreMetrics?
     /// While `willSave()` hooks run: the objects they change, insert or delete.
     var hookChanges: [ManagedObject]?
+    /// Loaded fetched properties: owner → property name → the objects' IDs, in order.
+    var fetchedPropertyValues: [ManagedObjectID: [String: [ManagedObjectID]]] = [:]
 
     /// A context on its own queue (or the main queue) over `coordinator`; with `readOnly`, one
     /// that reads from the store's read replica and cannot save (see ``isReadOnly``).

@@ -28,6 +28,9 @@ public final class EntityDescription: @unchecked Sendable, Hashable, CustomStrin
     public let uniquenessConstraints: [[String]]
     /// Sets of property names that get a (multi-column) index.
     public let indexes: [[String]]
+    /// Stored fetches whose value is the objects of another entity matching a predicate
+    /// about this object (`$FETCH_SOURCE`).
+    public let fetchedProperties: [FetchedPropertyDescription]
 
     let propertyIndexByName: [String: Int]
     // Set once by the model that resolves the relationships (under `resolutionLock`).
@@ -56,8 +59,9 @@ public final class EntityDescription: @unchecked Sendable, Hashable, CustomStrin
     /// Describes an entity.
     public init(name: String, managedObjectClass: ManagedObject.Type = ManagedObject.self,
                 properties: [PropertyDescription], uniquenessConstraints: [[String]] = [],
-                indexes: [[String]] = [], tableName: String? = nil) {
+                indexes: [[String]] = [], tableName: String? = nil, fetchedProperties: [FetchedPropertyDescription] = []) {
         self.name = name
+        self.fetchedProperties = fetchedProperties
         self.tableName = tableName ?? SchemaNaming.snakeCase(name)
         self.managedObjectClass = managedObjectClass
         self.properties = properties
@@ -156,7 +160,8 @@ public final class EntityDescription: @unchecked Sendable, Hashable, CustomStrin
     func claimed(by model: UInt64) -> EntityDescription {
         let entity = owner == nil ? self : EntityDescription(
             name: name, managedObjectClass: managedObjectClass, properties: properties,
-            uniquenessConstraints: uniquenessConstraints, indexes: indexes, tableName: tableName)
+            uniquenessConstraints: uniquenessConstraints, indexes: indexes, tableName: tableName,
+            fetchedProperties: fetchedProperties)
         entity.owner = model
         return entity
     }
@@ -230,6 +235,20 @@ public final class EntityDescription: @unchecked Sendable, Hashable, CustomStrin
             switch Derivation.resolve(attribute, of: self, storage: storage, destinations: destinations) {
             case .success(let derivation): derivations[index] = derivation
             case .failure(let problem): problems.append(problem.description)
+            }
+        }
+        for fetched in fetchedProperties {
+            let label = "\(name).\(fetched.name)"
+            if propertyIndexByName[fetched.name] != nil {
+                problems.append("\(label) is both a property and a fetched property")
+            }
+            if entities[fetched.destinationEntityName] == nil {
+                problems.append("\(label) fetches entity \"\(fetched.destinationEntityName)\", which is not in the model")
+            }
+            do {
+                _ = try FetchPredicate(format: fetched.predicateFormat)
+            } catch {
+                problems.append("\(label): the predicate \"\(fetched.predicateFormat)\" does not parse: \(error)")
             }
         }
         for constraint in uniquenessConstraints + indexes {

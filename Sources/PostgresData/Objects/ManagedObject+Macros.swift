@@ -52,6 +52,14 @@ extension ManagedObject {
                                         columnName: columnName))
     }
 
+    /// A fetched property of an `@Entity` class (`@Fetched`).
+    public static func _$fetchedProperty<Destination: ManagedObject>(
+        _ name: String, _ type: [Destination].Type, _ predicate: String, sortDescriptors: [FetchSortDescriptor] = []
+    ) -> FetchedPropertyDescription {
+        FetchedPropertyDescription(name: name, destinationEntityName: "\(Destination.self)", predicateFormat: predicate,
+                                   sortDescriptors: sortDescriptors)
+    }
+
     /// An optional to-one relationship.
     public static func _$property<Destination: ManagedObject>(
         _ name: String, _ type: Destination?.Type, deleteRule: DeleteRule = .nullify, inverse: String = "",

@@ -13,6 +13,10 @@ extension ManagedObject {
     /// Use ``EntityDescription/propertyIndex(named:)`` to check first, or the throwing
     /// ``setValue(_:forKey:)`` to set.
     public func value(forKey key: String) -> Any? {
+        if entity.propertyIndex(named: key) == nil, entity.fetchedProperties.contains(where: { $0.name == key }) {
+            let objects: [ManagedObject] = _$fetched(key)
+            return objects
+        }
         guard let index = indexRecordingUnknown(key) else { return nil }
         switch entity.properties[index] {
         case .attribute:

@@ -29,9 +29,8 @@ extension FetchRequest {
         return (sql, bindings)
     }
 
-    private static func orderTerm(_ sql: String, type: AttributeType?, _ descriptor: FetchSortDescriptor) -> String {
-        let expression = descriptor.caseInsensitive && type == .string ? "lower(\(sql))" : sql
-        return "\(expression) \(descriptor.ascending ? "ASC NULLS FIRST" : "DESC NULLS LAST")"
+    static func orderTerm(_ sql: String, type: AttributeType?, _ descriptor: FetchSortDescriptor) -> String {
+        descriptor.orderTerm(sql, type: type)
     }
 
     private func appendLimits(to sql: inout String, _ bindings: inout PostgresBindings) throws {
@@ -143,5 +142,13 @@ extension FetchRequest {
             if position == components.count - 1 { return entity }
         }
         return nil
+    }
+}
+
+extension FetchSortDescriptor {
+    /// The `ORDER BY` term of this descriptor over the expression `sql` of type `type`.
+    func orderTerm(_ sql: String, type: AttributeType?) -> String {
+        let expression = caseInsensitive && type == .string ? "lower(\(sql))" : sql
+        return "\(expression) \(ascending ? "ASC NULLS FIRST" : "DESC NULLS LAST")"
     }
 }

@@ -28,6 +28,12 @@ struct PredicateSQL {
         self.bindings = bindings
     }
 
+    /// Makes `$name` stand for the row of `entity` under `alias` (a fetched property's
+    /// `$FETCH_SOURCE`): `$name` is its key, `$name.key` its values.
+    mutating func bindVariable(_ name: String, to entity: EntityDescription, alias: String) {
+        scopes[name] = (entity, alias)
+    }
+
     /// The condition for `node`.
     mutating func condition(_ node: PredicateNode) throws -> String {
         try condition(node, entity: entity, alias: rootAlias)
@@ -223,6 +229,9 @@ struct PredicateSQL {
             return Operand(sql: "(-\(value.sql))", type: value.type)
         case .list:
             throw PostgresDataError.invalidRequest("a list is only allowed after IN or BETWEEN")
+        case .variable(let name) where scopes[name] != nil:
+            let (_, scopeAlias) = scopes[name]!
+            return Operand(sql: Self.qualified(scopeAlias, "\"id\""), type: .integer64, key: "$\(name)")
         case .variable(let name):
             throw PostgresDataError.invalidRequest("the variable $\(name) has no value; bind it with substituting([\"\(name)\": …])")
         }
@@ -385,10 +394,16 @@ struct PredicateSQL {
                 lhs = fold(lhs, comparison)
                 right.sql = fold(right.sql, comparison)
             }
+            // A constant, or the key of a bound row (`$FETCH_SOURCE`), is never NULL: plain `=`,
+            // which an index serves.
+            func boundRow(_ value: PredicateValue) -> Bool {
+                if case .variable(let name) = value { scopes[name] != nil } else { false }
+            }
             let constantRight = if case .constant = comparison.right { true } else { false }
+            let plainEquality = constantRight || boundRow(comparison.right) || boundRow(comparison.left)
             switch comparison.op {
             // Two NULL key paths are equal, as in memory; a NULL never equals a constant.
-            case .equal: return constantRight ? "\(lhs) = \(right.sql)" : "\(lhs) IS NOT DISTINCT FROM \(right.sql)"
+            case .equal: return plainEquality ? "\(lhs) = \(right.sql)" : "\(lhs) IS NOT DISTINCT FROM \(right.sql)"
             case .notEqual: return "\(lhs) IS DISTINCT FROM \(right.sql)"
             default: return "\(lhs) \(comparison.op.rawValue) \(right.sql)"
             }
