@@ -38,14 +38,16 @@ public macro Attribute(
     columnName: String? = nil
 ) = #externalMacro(module: "PostgresDataMacros", type: "PersistentPropertyMacro")
 
-/// Options of a relationship of an `@Entity` class: delete rule, inverse, count limits.
+/// Options of a relationship of an `@Entity` class: delete rule, inverse, count limits, and
+/// for a to-many relationship declared as an array (`var items: [Item]`), whether it keeps
+/// its order (`ordered`, true unless set; see ``RelationshipDescription/isOrdered``).
 /// One side of each pair names the inverse (`inverse: \TodoList.items`); the other side finds it.
 ///
 /// Core Data equivalent: the relationship inspector; SwiftData's `@Relationship`.
 @attached(accessor, names: named(init), named(get), named(set))
 @attached(peer, names: prefixed(`_$`), prefixed(`_$i_`))
 public macro Relationship(
-    deleteRule: DeleteRule = .nullify, inverse: AnyKeyPath? = nil, minCount: Int = 0, maxCount: Int = 0
+    deleteRule: DeleteRule = .nullify, inverse: AnyKeyPath? = nil, minCount: Int = 0, maxCount: Int = 0, ordered: Bool = true
 ) = #externalMacro(module: "PostgresDataMacros", type: "PersistentPropertyMacro")
 
 /// A fetched property of an `@Entity` class: `@Fetched("list == $FETCH_SOURCE AND done == NO") var openItems: [Item]`,

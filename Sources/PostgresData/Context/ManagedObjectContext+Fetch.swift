@@ -339,9 +339,16 @@ extension ManagedObjectContext {
                 let rows = try await store { access in try await coordinator.fetchOwnedSnapshots(sql: sql, bindings: bindings, entity: destination, access: access) }
                 related = register(rows.map { ($0.key, $0.snapshot) }, entity: destination, asFaults: false)
                 var byOwner: [Int64: [ManagedObjectID]] = [:]
-                for (row, object) in zip(rows, related) { byOwner[row.owner, default: []].append(object.objectID) }
+                var positions: [Int64: [Double]] = [:]
+                for (row, object) in zip(rows, related) {
+                    byOwner[row.owner, default: []].append(object.objectID)
+                    if let position = row.position { positions[row.owner, default: []].append(position) }
+                }
+                let ordered = entity.orderColumn(of: index) != nil
                 for owner in owners {
-                    owner.relationshipSets[index] = RelationshipSet(ids: owner.objectID.primaryKey.flatMap { byOwner[$0] } ?? [])
+                    let key = owner.objectID.primaryKey
+                    owner.relationshipSets[index] = RelationshipSet(ids: key.flatMap { byOwner[$0] } ?? [],
+                                                                    positions: ordered ? key.flatMap { positions[$0] } ?? [] : nil)
                 }
             }
             if !rest.isEmpty && !related.isEmpty {

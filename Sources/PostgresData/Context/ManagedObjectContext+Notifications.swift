@@ -69,7 +69,7 @@ extension ManagedObjectContext {
             } else {
                 turnIntoFault(object)
             }
-            object.relationshipSets = object.relationshipSets.filter { !$0.value.added.isEmpty || !$0.value.removed.isEmpty }
+            object.relationshipSets = object.relationshipSets.filter { !$0.value.added.isEmpty || !$0.value.removed.isEmpty || $0.value.order != nil }
             pendingChanges.refreshed.insert(id)
         }
         // Objects inserted elsewhere are announced, not registered: a fetch or object(with:) loads them.

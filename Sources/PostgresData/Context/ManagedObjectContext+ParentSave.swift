@@ -16,8 +16,12 @@ extension ManagedObjectContext {
         }
         func change(_ object: ManagedObject, all: Bool) -> Change {
             var relationships: [Int: [ManagedObjectID]] = [:]
-            for (index, set) in object.relationshipSets where !set.added.isEmpty || !set.removed.isEmpty {
-                if case .joinTable = object.entity.storage(of: index) { relationships[index] = relatedIDs(of: object, at: index) }
+            for (index, set) in object.relationshipSets where !set.added.isEmpty || !set.removed.isEmpty || set.order != nil {
+                if case .joinTable = object.entity.storage(of: index) {
+                    relationships[index] = relatedIDs(of: object, at: index)
+                } else if set.order != nil {
+                    relationships[index] = relatedIDs(of: object, at: index)  // An order the parent takes.
+                }
             }
             let changed = all ? object.entity.columnIndices : object.entity.columnIndices.filter(object.changedProperties.contains)
             return Change(id: object.objectID, type: type(of: object), values: object.values.array, changed: changed,

@@ -4,6 +4,18 @@ extension ManagedObjectContext {
     /// The IDs an object's relationship points at, as the context sees it: the committed
     /// ones with this context's unsaved changes applied.
     func relatedIDs(of owner: ManagedObject, at index: Int) -> [ManagedObjectID] {
+        let ids = unorderedRelatedIDs(of: owner, at: index)
+        // An order given and not saved yet: its members first in that order, then the
+        // members added since (at the end).
+        guard let order = owner.relationshipSets[index]?.order else { return ids }
+        let members = Set(ids)
+        let ordered = order.filter(members.contains)
+        let placed = Set(ordered)
+        return ordered + ids.filter { !placed.contains($0) }
+    }
+
+    /// ``relatedIDs(of:at:)`` before an unsaved order is applied.
+    private func unorderedRelatedIDs(of owner: ManagedObject, at index: Int) -> [ManagedObjectID] {
         owner.willAccessValues()
         let entity = owner.entity
         switch entity.storage(of: index) {
@@ -40,6 +52,7 @@ extension ManagedObjectContext {
     private func loadedBase(of owner: ManagedObject, at index: Int) -> [ManagedObjectID] {
         if let set = owner.relationshipSets[index] { return set.ids }
         var ids: [ManagedObjectID] = []
+        var positions: [Double]?
         if let parent {
             let ownerID = owner.objectID
             ids = parent.performAndWait {
@@ -51,8 +64,9 @@ extension ManagedObjectContext {
             let destination = entity.destination(of: index)
             let coordinator = persistentStoreCoordinator
             do {
-                let keys = try blockingStore { access in try await coordinator.fetchRelatedKeys(entity, relationship: index, owner: key, access: access) }
-                ids = keys.map { ManagedObjectID(entity: destination, primaryKey: $0) }
+                let rows = try blockingStore { access in try await coordinator.fetchRelatedKeys(entity, relationship: index, owner: key, access: access) }
+                ids = rows.map { ManagedObjectID(entity: destination, primaryKey: $0.key) }
+                if entity.orderColumn(of: index) != nil { positions = rows.map { $0.position ?? 0 } }
             } catch {
                 // As for an object's fault: the error ends the enclosing block (or the next save),
                 // the relationship reads as empty meanwhile and is not cached, so the next access
@@ -63,7 +77,7 @@ extension ManagedObjectContext {
                 return []
             }
         }
-        owner.relationshipSets[index] = RelationshipSet(ids: ids)
+        owner.relationshipSets[index] = RelationshipSet(ids: ids, positions: positions)
         return ids
     }
 
@@ -118,6 +132,13 @@ extension ManagedObjectContext {
             for object in objects where !current.contains(object.objectID) {
                 link(owner, at: index, to: object.objectID, adding: true)
                 link(object, at: inverseIndex, to: owner.objectID, adding: true)
+            }
+        }
+        if relationship.isOrdered && relationship.isToMany {
+            let order = objects.map(\.objectID)
+            if relatedIDs(of: owner, at: index) != order {
+                owner.relationshipSets[index]?.order = order
+                didChange(owner)
             }
         }
     }

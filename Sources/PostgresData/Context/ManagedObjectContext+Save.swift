@@ -233,7 +233,9 @@ extension ManagedObjectContext {
             var updatedKeys: [[String]: [ManagedObject]] = [:]
             for object in updatedSet.values {
                 var changed = Set(object.changedProperties)
-                for (index, set) in object.relationshipSets where !set.added.isEmpty || !set.removed.isEmpty { changed.insert(index) }
+                for (index, set) in object.relationshipSets where !set.added.isEmpty || !set.removed.isEmpty || set.order != nil {
+                    changed.insert(index)
+                }
                 updatedKeys[changed.map { object.entity.properties[$0].name }.sorted(), default: []].append(object)
             }
             for (names, objects) in updatedKeys {
@@ -242,9 +244,11 @@ extension ManagedObjectContext {
                 }
             }
         }
+        let order = orderChanges()
+        plannedPositions = order.positions
         return try SavePlan(inserts: inserts, updates: updates, deletes: deletes, joinInserts: joinInserts,
                             joinDeletes: joinDeletes, history: history, uniqueness: mergePolicy.uniquenessResolution,
-                            refreshing: rowsWithMovedDerivations())
+                            orderWrites: order.writes, refreshing: rowsWithMovedDerivations() + order.moved)
     }
 
     /// Removes an object whose row is gone from the context.
@@ -278,7 +282,13 @@ extension ManagedObjectContext {
                 rebased.append((object, index, relatedIDs(of: object, at: index)))
             }
         }
-        for (object, index, ids) in rebased { object.relationshipSets[index] = RelationshipSet(ids: ids) }
+        for (object, index, ids) in rebased {
+            // An ordered relationship keeps the positions the save wrote, or those it had.
+            let old = object.relationshipSets[index]
+            let positions = plannedPositions[ObjectIdentifier(object)]?[index] ?? (old?.ids == ids ? old?.positions : nil)
+            object.relationshipSets[index] = RelationshipSet(ids: ids, positions: positions)
+        }
+        plannedPositions = [:]
     }
 
     /// Gives objects with allocated keys their permanent IDs, everywhere in the context:
@@ -305,7 +315,8 @@ extension ManagedObjectContext {
                 for (index, set) in object.relationshipSets where destinations.contains(entity.destination(of: index)) {
                     func map(_ id: ManagedObjectID) -> ManagedObjectID { allocatedID(for: id) ?? id }
                     object.relationshipSets[index] = RelationshipSet(
-                        ids: set.ids.map(map), added: Set(set.added.map(map)), removed: Set(set.removed.map(map)))
+                        ids: set.ids.map(map), added: Set(set.added.map(map)), removed: Set(set.removed.map(map)),
+                        order: set.order?.map(map), positions: set.positions)
                 }
             }
         }

@@ -90,6 +90,9 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     var activeMetrics: StoreMetrics?
     /// While `willSave()` hooks run: the objects they change, insert or delete.
     var hookChanges: [ManagedObject]?
+    /// During a save: the positions it writes for ordered relationships, by owner and
+    /// relationship, which the relationships keep once it commits.
+    var plannedPositions: [ObjectIdentifier: [Int: [Double]]] = [:]
     /// Loaded fetched properties: owner → property name → the objects' IDs, in order.
     var fetchedPropertyValues: [ManagedObjectID: [String: [ManagedObjectID]]] = [:]
 

@@ -181,6 +181,9 @@ public final class EntityDescription: @unchecked Sendable, Hashable, CustomStrin
                 continue
             }
             let label = "\(name).\(relationship.name)"
+            if relationship.isOrdered && !relationship.isToMany {
+                problems.append("\(label) is ordered but to-one: only a to-many relationship keeps an order")
+            }
             guard let destination = entities[relationship.destinationEntityName] else {
                 problems.append("\(label) points at entity \"\(relationship.destinationEntityName)\", which is not in the model")
                 continue

@@ -20,10 +20,20 @@ public struct RelationshipDescription: Sendable, Hashable {
     public var minCount: Int
     /// For a to-many relationship: the most destination objects allowed (0 for no limit).
     public var maxCount: Int
+    /// For a to-many relationship: the destination objects keep the order they are given in.
+    /// The order is a `double precision` position column (`items_position`) of the rows that
+    /// hold the relationship (the destination's, or the join table's); a save writes the
+    /// positions of only the objects that moved, as far as gaps allow.
+    ///
+    /// Core Data equivalent: `isOrdered` (an `NSOrderedSet`); in an `@Entity` class, a
+    /// to-many relationship declared as an array (`var items: [Item]`).
+    public var isOrdered: Bool
 
     /// Describes a relationship.
     public init(name: String, destination: String, inverse: String, toMany: Bool = false,
-                deleteRule: DeleteRule = .nullify, isOptional: Bool = true, minCount: Int = 0, maxCount: Int = 0) {
+                deleteRule: DeleteRule = .nullify, isOptional: Bool = true, minCount: Int = 0, maxCount: Int = 0,
+                isOrdered: Bool = false) {
+        self.isOrdered = isOrdered
         self.name = name
         self.destinationEntityName = destination
         self.inverseName = inverse

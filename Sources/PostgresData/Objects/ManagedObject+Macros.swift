@@ -52,6 +52,17 @@ extension ManagedObject {
                                         columnName: columnName))
     }
 
+    /// An ordered to-many relationship (an array); `ordered: false` keeps it unordered, read
+    /// in key order.
+    public static func _$property<Destination: ManagedObject>(
+        _ name: String, _ type: [Destination].Type, deleteRule: DeleteRule = .nullify, inverse: String = "",
+        minCount: Int = 0, maxCount: Int = 0, ordered: Bool = true
+    ) -> PropertyDescription {
+        .relationship(RelationshipDescription(name: name, destination: "\(Destination.self)", inverse: inverse,
+                                              toMany: true, deleteRule: deleteRule, minCount: minCount, maxCount: maxCount,
+                                              isOrdered: ordered))
+    }
+
     /// A fetched property of an `@Entity` class (`@Fetched`).
     public static func _$fetchedProperty<Destination: ManagedObject>(
         _ name: String, _ type: [Destination].Type, _ predicate: String, sortDescriptors: [FetchSortDescriptor] = []
@@ -126,6 +137,10 @@ extension ManagedObject {
         _$toMany(index, as: Destination.self)
     }
 
+    public final func _$get<Destination: ManagedObject>(_ index: Int) -> [Destination] {
+        _$orderedToMany(index, as: Destination.self)
+    }
+
     @inlinable public final func _$set<Value: PersistentAttributeValue>(_ index: Int, _ value: Value) {
         _$setAttribute(index, value)
     }
@@ -136,4 +151,6 @@ extension ManagedObject {
     public final func _$set<Destination: ManagedObject>(_ index: Int, _ value: Destination?) { _$setToOne(index, value) }
 
     public final func _$set<Destination: ManagedObject>(_ index: Int, _ value: Set<Destination>) { _$setToMany(index, value) }
+
+    public final func _$set<Destination: ManagedObject>(_ index: Int, _ value: [Destination]) { _$setOrderedToMany(index, value) }
 }

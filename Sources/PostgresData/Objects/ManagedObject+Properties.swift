@@ -210,4 +210,18 @@ extension ManagedObject {
         }
         context.recordingErrors { try context.setRelatedObjects(Array(objects), of: self, at: index) }
     }
+
+    /// Reads an ordered to-many relationship, in its order (an unordered one in key order).
+    public final func _$orderedToMany<Destination: ManagedObject>(_ index: Int, as type: Destination.Type) -> [Destination] {
+        guard let context = managedObjectContext else { return [] }
+        return context.relatedObjects(of: self, at: index).compactMap { $0 as? Destination }
+    }
+
+    /// Writes an ordered to-many relationship: its members and their order.
+    public final func _$setOrderedToMany<Destination: ManagedObject>(_ index: Int, _ objects: [Destination]) {
+        guard let context = managedObjectContext else {
+            preconditionFailure("\(entity.name) \(objectID) has no context; insert it before relating it")
+        }
+        context.recordingErrors { try context.setRelatedObjects(objects, of: self, at: index) }
+    }
 }

@@ -271,7 +271,7 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     }
 
     var hasRelationshipChanges: Bool {
-        relationshipSets.values.contains { !$0.added.isEmpty || !$0.removed.isEmpty }
+        relationshipSets.values.contains { !$0.added.isEmpty || !$0.removed.isEmpty || $0.order != nil }
     }
 
     // MARK: Identity
@@ -478,4 +478,8 @@ struct RelationshipSet {
     var ids: [ManagedObjectID]
     var added: Set<ManagedObjectID> = []
     var removed: Set<ManagedObjectID> = []
+    /// For an ordered relationship: the order the object was given, not saved yet.
+    var order: [ManagedObjectID]? = nil
+    /// For an ordered relationship: the stored position of each of `ids`, when known.
+    var positions: [Double]? = nil
 }

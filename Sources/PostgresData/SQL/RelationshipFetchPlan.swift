@@ -15,11 +15,30 @@ enum RelationshipFetchPlan {
     static func ownedRows(of entity: EntityDescription, relationship index: Int) -> String {
         let destination = entity.destination(of: index)
         let select = PersistentStoreCoordinator.selectList(destination)
+        // An ordered relationship: each row's position after its owner, and rows in order.
+        let position = entity.orderColumn(of: index).map { quoteIdentifier($0.column) }
         if case .joinTable(let join) = entity.storage(of: index) {
             let source = quoteIdentifier(join.sourceColumn)
-            return "SELECT \(select), l.\(source) FROM \(quoteIdentifier(join.name)) AS l JOIN \(quoteIdentifier(destination.tableName)) AS t ON t.\"id\" = l.\(quoteIdentifier(join.destinationColumn)) WHERE l.\(source) = ANY($1) ORDER BY t.\"id\""
+            return "SELECT \(select), l.\(source)\(position.map { ", l.\($0)" } ?? "") FROM \(quoteIdentifier(join.name)) AS l JOIN \(quoteIdentifier(destination.tableName)) AS t ON t.\"id\" = l.\(quoteIdentifier(join.destinationColumn)) WHERE l.\(source) = ANY($1) ORDER BY \(position.map { "l.\($0), " } ?? "")t.\"id\""
         }
         let column = quoteIdentifier(destination.columnName(of: entity.inverseIndex(of: index)))
-        return "SELECT \(select), t.\(column) FROM \(quoteIdentifier(destination.tableName)) AS t WHERE t.\(column) = ANY($1) ORDER BY t.\"id\""
+        return "SELECT \(select), t.\(column)\(position.map { ", t.\($0)" } ?? "") FROM \(quoteIdentifier(destination.tableName)) AS t WHERE t.\(column) = ANY($1) ORDER BY \(position.map { "t.\($0), " } ?? "")t.\"id\""
+    }
+
+    /// The keys of `entity`'s to-many relationship `index` for the owner `$1`, in order
+    /// (an ordered relationship's with their positions); nil for a to-one relationship.
+    static func relatedKeys(of entity: EntityDescription, relationship index: Int) -> String? {
+        let position = entity.orderColumn(of: index).map { quoteIdentifier($0.column) }
+        switch entity.storage(of: index) {
+        case .inverseForeignKey:
+            let destination = entity.destination(of: index)
+            let column = quoteIdentifier(destination.columnName(of: entity.inverseIndex(of: index)))
+            return "SELECT \"id\"\(position.map { ", \($0)" } ?? "") FROM \(quoteIdentifier(destination.tableName)) WHERE \(column) = $1 ORDER BY \(position.map { "\($0), " } ?? "")\"id\""
+        case .joinTable(let join):
+            let key = quoteIdentifier(join.destinationColumn)
+            return "SELECT \(key)\(position.map { ", \($0)" } ?? "") FROM \(quoteIdentifier(join.name)) WHERE \(quoteIdentifier(join.sourceColumn)) = $1 ORDER BY \(position.map { "\($0), " } ?? "")\(key)"
+        case .foreignKey:
+            return nil
+        }
     }
 }

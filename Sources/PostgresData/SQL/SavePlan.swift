@@ -96,7 +96,7 @@ struct SavePlan: Sendable {
 
     init(inserts: [Insert], updates: [Update], deletes: [Delete], joinInserts: [JoinChange],
          joinDeletes: [JoinChange], history: HistoryRecord? = nil, uniqueness: UniquenessResolution? = nil,
-         refreshing: [(EntityDescription, [Int64])] = []) throws {
+         orderWrites: [OrderWrite] = [], refreshing: [(EntityDescription, [Int64])] = []) throws {
         var inserts = inserts
         var upserts: [Insert] = []
         var joinInserts = joinInserts
@@ -144,7 +144,8 @@ struct SavePlan: Sendable {
             try planUpserts(upserts, resolution: uniqueness, history: history?.origin)
             try planJoinInserts(upsertedJoinInserts, after: upserts)
         }
-        // Last: the rows whose derived attributes the statements before moved.
+        try planOrder(orderWrites)
+        // Last: the rows whose derived attributes (or versions) the statements before moved.
         for (entity, keys) in refreshing where !keys.isEmpty && !statements.isEmpty {
             statements.append(Statement(sql: RelationshipFetchPlan.rows(of: entity), bindings: try PostgresBindings(keys),
                                         check: .refresh(entity: entity)))

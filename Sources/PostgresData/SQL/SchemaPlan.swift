@@ -79,6 +79,10 @@ struct SchemaPlan {
                 addIndex(table: table, columns: [column], entity: entity)
             }
         }
+        for column in entity.positionColumns {
+            lines.append("\(quoteIdentifier(column)) double precision NOT NULL DEFAULT 0")
+            describe(table, column: .init(name: column, type: "double precision", isNullable: false, defaultExpression: "0"))
+        }
         for (position, keys) in entity.uniquenessConstraints.enumerated() {
             let columns = keys.compactMap { entity.propertyIndex(named: $0).map(entity.columnName(of:)) }
             let name = SchemaNaming.uniqueConstraintName(table, columns: columns)
@@ -179,10 +183,14 @@ struct SchemaPlan {
         let target = quoteIdentifier(join.destinationColumn)
         let sourceKey = SchemaNaming.identifier(join.name, join.sourceColumn, "fkey")
         let targetKey = SchemaNaming.identifier(join.name, join.destinationColumn, "fkey")
+        // A position column for each side that keeps its order.
+        let positions = [entity.orderColumn(of: relationshipIndex)?.column,
+                         destination.orderColumn(of: entity.inverseIndex(of: relationshipIndex))?.column].compactMap { $0 }
+        let positionLines = positions.map { "\n    \(quoteIdentifier($0)) double precision NOT NULL DEFAULT 0," }.joined()
         let statement = """
             CREATE TABLE \(quoteIdentifier(join.name)) (
                 \(source) bigint NOT NULL CONSTRAINT \(quoteIdentifier(sourceKey)) REFERENCES \(quoteIdentifier(entity.tableName)) ("id") ON DELETE CASCADE,
-                \(target) bigint NOT NULL CONSTRAINT \(quoteIdentifier(targetKey)) REFERENCES \(quoteIdentifier(destination.tableName)) ("id") ON DELETE CASCADE,
+                \(target) bigint NOT NULL CONSTRAINT \(quoteIdentifier(targetKey)) REFERENCES \(quoteIdentifier(destination.tableName)) ("id") ON DELETE CASCADE,\(positionLines)
                 PRIMARY KEY (\(source), \(target))
             )
             """
@@ -190,6 +198,9 @@ struct SchemaPlan {
         record(join.name, statement)
         describe(join.name, column: .init(name: join.sourceColumn, type: "bigint", isNullable: false))
         describe(join.name, column: .init(name: join.destinationColumn, type: "bigint", isNullable: false))
+        for column in positions {
+            describe(join.name, column: .init(name: column, type: "double precision", isNullable: false, defaultExpression: "0"))
+        }
         describe(join.name, constraint: .init(name: SchemaNaming.identifier(join.name, "pkey"), kind: .primaryKey,
                                               definition: "PRIMARY KEY (\(source), \(target))"))
         for (key, column, referenced) in [(sourceKey, source, entity.tableName), (targetKey, target, destination.tableName)] {

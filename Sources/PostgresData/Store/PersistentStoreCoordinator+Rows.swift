@@ -161,15 +161,18 @@ extension PersistentStoreCoordinator {
 
     /// Rows of a prefetch through a join table: each snapshot of `entity` with, in the
     /// column after it, the key of the object it is related to.
-    func fetchOwnedSnapshots(sql: String, bindings: PostgresBindings, entity: EntityDescription, access: StoreAccess?) async throws -> [(owner: Int64, key: Int64, snapshot: RowSnapshot)] {
+    func fetchOwnedSnapshots(sql: String, bindings: PostgresBindings, entity: EntityDescription,
+                             access: StoreAccess?) async throws -> [(owner: Int64, key: Int64, snapshot: RowSnapshot, position: Double?)] {
         try await withReadConnection(access) { connection in
             let result = try await connection.query(sql, bindings: bindings)
             let ownerColumn = entity.columnIndices.count + 2
-            var rows: [(owner: Int64, key: Int64, snapshot: RowSnapshot)] = []
+            let positioned = result.columns.count > ownerColumn + 1
+            var rows: [(owner: Int64, key: Int64, snapshot: RowSnapshot, position: Double?)] = []
             rows.reserveCapacity(result.count)
             for row in result {
                 let (key, snapshot) = try Self.decodeSnapshot(row, entity: entity)
-                rows.append((try row.decode(Int64.self, at: ownerColumn), key, snapshot))
+                rows.append((try row.decode(Int64.self, at: ownerColumn), key, snapshot,
+                             positioned ? try row.decode(Double.self, at: ownerColumn + 1) : nil))
             }
             return rows
         }
@@ -205,19 +208,17 @@ extension PersistentStoreCoordinator {
     }
 
     /// The keys of the objects a relationship stored elsewhere relates `owner` to.
-    func fetchRelatedKeys(_ entity: EntityDescription, relationship index: Int, owner: Int64, access: StoreAccess?) async throws -> [Int64] {
-        let destination = entity.destination(of: index)
-        let sql: String
-        switch entity.storage(of: index) {
-        case .inverseForeignKey:
-            let column = destination.columnName(of: entity.inverseIndex(of: index))
-            sql = "SELECT \"id\" FROM \(quoteIdentifier(destination.tableName)) WHERE \(quoteIdentifier(column)) = $1 ORDER BY \"id\""
-        case .joinTable(let join):
-            sql = "SELECT \(quoteIdentifier(join.destinationColumn)) FROM \(quoteIdentifier(join.name)) WHERE \(quoteIdentifier(join.sourceColumn)) = $1 ORDER BY 1"
-        case .foreignKey:
-            return []
+    func fetchRelatedKeys(_ entity: EntityDescription, relationship index: Int, owner: Int64,
+                          access: StoreAccess?) async throws -> [(key: Int64, position: Double?)] {
+        guard let sql = RelationshipFetchPlan.relatedKeys(of: entity, relationship: index) else { return [] }
+        let bindings = try PostgresBindings(owner)
+        return try await withReadConnection(access) { connection in
+            let result = try await connection.query(sql, bindings: bindings)
+            let positioned = result.columns.count > 1
+            return try result.map { row in
+                (try row.decode(Int64.self, at: 0), positioned ? try row.decode(Double.self, at: 1) : nil)
+            }
         }
-        return try await fetchIntegers(sql: sql, bindings: try PostgresBindings(owner), access: access)
     }
 
     /// Allocates primary keys from the entities' identity sequences, in one round trip for

@@ -97,13 +97,17 @@ struct SchemaCheck {
                                                   type: "bigint", nullable: relationship.isOptional))
                 }
             }
+            for column in entity.positionColumns {
+                columns.append(ExpectedColumn(table: entity.tableName, column: column, type: "double precision", nullable: false))
+            }
             result[entity.tableName] = columns
             for index in entity.derivedRelationshipIndices {
                 if case .joinTable(let join) = entity.storage(of: index) {
+                    let positions = plan.described[join.name]?.columns.filter { $0.type == "double precision" }.map(\.name) ?? []
                     result[join.name] = [
                         ExpectedColumn(table: join.name, column: join.sourceColumn, type: "bigint", nullable: false),
                         ExpectedColumn(table: join.name, column: join.destinationColumn, type: "bigint", nullable: false),
-                    ]
+                    ] + positions.map { ExpectedColumn(table: join.name, column: $0, type: "double precision", nullable: false) }
                 }
             }
         }
