@@ -138,6 +138,36 @@ struct LettersOnly: Error, CustomStringConvertible {
 
 /// Core Data's smaller object APIs: key-based primitives and relationship introspection.
 @Suite struct PrimitiveKeyTests {
+    @Test func changedValuesForCurrentEventAreTheOldValuesSinceTheLastEvent() async throws {
+        let container = try await makeContainer()
+        let context = container.newBackgroundContext()
+        try await context.perform { () throws in
+            let item = Item(context: context)
+            item.name = "milk"
+            item.weight = 1
+            try context.save()
+            // Before any event: measured from the committed values.
+            item.weight = 2
+            #expect(item.changedValuesForCurrentEvent().count == 1)
+            #expect(item.changedValuesForCurrentEvent()["weight"].map { "\($0)" } == "1")
+            context.processPendingChanges()
+            // A new event: nothing changed in it yet.
+            #expect(item.changedValuesForCurrentEvent().isEmpty)
+            item.name = "oat milk"
+            item.weight = 3
+            let changed = item.changedValuesForCurrentEvent()
+            #expect(Set(changed.keys) == ["name", "weight"])
+            #expect(changed["name"] as? String == "milk" && changed["weight"].map { "\($0)" } == "2")
+            // changedValues() still spans everything since the save, with the new values.
+            #expect(item.changedValues()["weight"].map { "\($0)" } == "3")
+            context.processPendingChanges()
+            item.weight = 2
+            #expect(item.changedValuesForCurrentEvent()["weight"].map { "\($0)" } == "3")
+            try context.save()
+            #expect(item.changedValuesForCurrentEvent().isEmpty)
+        }
+    }
+
     @Test func primitivesByKeyAndRelationshipsWithoutFaulting() async throws {
         let container = try await makeContainer()
         let context = container.newBackgroundContext()

@@ -25,6 +25,12 @@ extension ManagedObjectContext {
     /// Core Data equivalent: `processPendingChanges()`.
     public func processPendingChanges() {
         guard !pendingChanges.isEmpty else { return }
+        if eventBaselines != nil {
+            for id in pendingChanges.updated.union(pendingChanges.inserted) {
+                guard let object = registered[id], !object.isFaultStorage else { continue }
+                eventBaselines?[id] = object.values
+            }
+        }
         let changes = ContextObjectsDidChange(
             insertedObjectIDs: Set(pendingChanges.inserted), updatedObjectIDs: pendingChanges.updated,
             deletedObjectIDs: pendingChanges.deleted, refreshedObjectIDs: pendingChanges.refreshed)

@@ -37,6 +37,7 @@ extension ManagedObjectContext {
         forgetChanges()
         filledBatches = []
         fetchedPropertyValues = [:]
+        if eventBaselines != nil { eventBaselines = [:] }
     }
 
     /// Empties the unsaved changes, the recorded errors and the pending notifications.

@@ -93,6 +93,10 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     /// During a save: the positions it writes for ordered relationships, by owner and
     /// relationship, which the relationships keep once it commits.
     var plannedPositions: [ObjectIdentifier: [Int: [Double]]] = [:]
+    /// Once an object's ``ManagedObject/changedValuesForCurrentEvent()`` was asked for: each
+    /// object's values at the end of the last event that changed it (nil: not tracked, which
+    /// costs nothing per change).
+    var eventBaselines: [ManagedObjectID: PropertyValues]?
     /// Loaded fetched properties: owner → property name → the objects' IDs, in order.
     var fetchedPropertyValues: [ManagedObjectID: [String: [ManagedObjectID]]] = [:]
 

@@ -90,6 +90,8 @@ struct SaveCompletion {
         context.insertedSet = [:]
         context.updatedSet = [:]
         context.deletedSet = [:]
+        // Saved values are the committed ones, which an event's changes are measured from.
+        if context.eventBaselines != nil { context.eventBaselines = [:] }
         context.pendingChanges = PendingChanges()
         var payload = ContextDidSave(
             insertedObjectIDs: Set(inserted.map(\.objectID)), updatedObjectIDs: Set(updated.map(\.objectID)),

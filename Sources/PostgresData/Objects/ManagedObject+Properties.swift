@@ -90,6 +90,25 @@ extension ManagedObject {
         return result
     }
 
+    /// The keys and *old* values of the attributes and to-one relationships changed since
+    /// the context last processed its pending changes (the last objects-did-change
+    /// notification). The context keeps each object's values at the end of each event from
+    /// the first call on; until then, and after a save, changes are measured from the
+    /// committed values.
+    ///
+    /// Core Data equivalent: `changedValuesForCurrentEvent()`.
+    public func changedValuesForCurrentEvent() -> [String: Any] {
+        guard let context = managedObjectContext, !isFaultStorage else { return [:] }
+        if context.eventBaselines == nil { context.eventBaselines = [:] }
+        let baseline = context.eventBaselines?[objectID] ?? snapshot?.values ?? PropertyValues(entity.defaultValues)
+        let current = values
+        var result: [String: Any] = [:]
+        for index in entity.columnIndices where current[index] != baseline[index] {
+            result[entity.properties[index].name] = baseline[index].anyValue ?? NSNull()
+        }
+        return result
+    }
+
     /// The committed values (as last fetched or saved) of `keys`, or of every attribute and
     /// to-one relationship when nil. Core Data equivalent: `committedValues(forKeys:)`.
     public func committedValues(forKeys keys: [String]?) -> [String: Any] {
