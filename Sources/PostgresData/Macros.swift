@@ -74,4 +74,6 @@ public enum AttributeOption: Sendable, Hashable {
     case unique
     /// The column gets an index.
     case indexed
+    /// A deletion's history keeps the value (``AttributeDescription/preservesValueInHistoryOnDeletion``).
+    case preservesValueInHistoryOnDeletion
 }

@@ -230,6 +230,14 @@ extension ManagedObjectContext {
         if history != nil {
             for (entity, group) in SavePlan.grouped(inserts, by: \.entity) { history?.record(entity, .insert, keys: group.map(\.key)) }
             for (entity, group) in SavePlan.grouped(deletes, by: \.entity) { history?.record(entity, .delete, keys: group.map(\.key)) }
+            // Tombstones from the deleted objects' snapshots: each deletion is version-checked,
+            // so the row it removes holds exactly those values.
+            for (entity, objects) in SavePlan.grouped(Array(deletedSet.values), by: \.entity) where !HistoryTombstones.preserved(in: entity).isEmpty {
+                let rows = objects.compactMap { object in
+                    object.objectID.primaryKey.flatMap { key in object.snapshot.map { (key: key, values: $0.values) } }
+                }
+                history?.attachTombstones(HistoryTombstones.encode(rows, entity: entity), to: entity)
+            }
             var updatedKeys: [[String]: [ManagedObject]] = [:]
             for object in updatedSet.values {
                 var changed = Set(object.changedProperties)

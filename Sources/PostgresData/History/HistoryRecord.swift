@@ -18,6 +18,8 @@ struct HistoryRecord: Sendable {
         var changeType: PersistentHistoryChange.ChangeType
         var keys: [Int64]
         var updatedProperties: [String]?
+        /// For deletions: the deleted objects' kept values (``HistoryTombstones``).
+        var tombstones: String? = nil
     }
 
     var origin: Origin
@@ -35,6 +37,12 @@ struct HistoryRecord: Sendable {
     }
 
     /// Records objects of any entities, grouped by entity.
+    /// Attaches the tombstones of `entity`'s deletions recorded before.
+    mutating func attachTombstones(_ tombstones: String?, to entity: EntityDescription) {
+        guard let tombstones, let index = groups.firstIndex(where: { $0.entity === entity && $0.changeType == .delete }) else { return }
+        groups[index].tombstones = tombstones
+    }
+
     mutating func record(_ ids: [ManagedObjectID], _ changeType: PersistentHistoryChange.ChangeType) {
         for (entity, group) in SavePlan.grouped(ids, by: \.entity) {
             record(entity, changeType, keys: group.compactMap(\.primaryKey))
@@ -74,13 +82,14 @@ struct HistoryRecord: Sendable {
         try bindings.append(lasts)
         try bindings.append(lower)
         try bindings.append(upper)
+        try bindings.append(groups.map(\.tombstones))
         let sql = """
             WITH t AS (INSERT INTO \(HistorySchema.transactions) ("author", "context_name", "origin") VALUES ($1, $2, $3) RETURNING "id") \
-            INSERT INTO \(HistorySchema.changes) ("transaction_id", "entity", "change_type", "object_keys", "updated_properties") \
+            INSERT INTO \(HistorySchema.changes) ("transaction_id", "entity", "change_type", "object_keys", "updated_properties", "tombstones") \
             SELECT t."id", g.e, g.c, \
             (SELECT range_agg(int8range(r.l, r.u)) FROM unnest(($9::bigint[])[g.s:g.f], ($10::bigint[])[g.s:g.f]) AS r(l, u)), \
-            string_to_array(g.p, ',') \
-            FROM t, unnest($4::text[], $5::int2[], $6::text[], $7::int4[], $8::int4[]) AS g(e, c, p, s, f)
+            string_to_array(g.p, ','), g.z::jsonb \
+            FROM t, unnest($4::text[], $5::int2[], $6::text[], $7::int4[], $8::int4[], $11::text[]) AS g(e, c, p, s, f, z)
             """
         return (sql, bindings)
     }

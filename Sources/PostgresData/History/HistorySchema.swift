@@ -35,7 +35,8 @@ enum HistorySchema {
             "entity" text NOT NULL,
             "change_type" smallint NOT NULL CHECK ("change_type" BETWEEN 0 AND 2),
             "object_keys" int8multirange NOT NULL,
-            "updated_properties" text[]
+            "updated_properties" text[],
+            "tombstones" jsonb
         );
         CREATE INDEX IF NOT EXISTS "postgres_data_history_change_transaction" ON \(changes) ("transaction_id");
         CREATE OR REPLACE FUNCTION "postgres_data_history_notify"() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -54,7 +55,14 @@ enum HistorySchema {
             try await connection.query("SELECT to_regclass($1) IS NOT NULL AND to_regclass($2) IS NOT NULL",
                                        transactionTable, changeTable)[0].decode(Bool.self, at: 0)
         }
-        if try await present(connection) { return }
+        if try await present(connection) {
+            // Tables made before tombstones were kept: the column is added once (no rewrite).
+            let hasTombstones = try await connection.query(
+                "SELECT EXISTS (SELECT FROM pg_attribute WHERE attrelid = to_regclass($1) AND attname = 'tombstones' AND NOT attisdropped)",
+                changeTable)[0].decode(Bool.self, at: 0)
+            if !hasTombstones { try await connection.query("ALTER TABLE \(changes) ADD COLUMN IF NOT EXISTS \"tombstones\" jsonb") }
+            return
+        }
         try await connection.withTransaction { connection in
             try await connection.query("SELECT pg_advisory_xact_lock(hashtext('postgres_data_schema'))")
             if try await present(connection) { return }

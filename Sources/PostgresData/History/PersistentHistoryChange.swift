@@ -21,4 +21,18 @@ public struct PersistentHistoryChange: Sendable, Hashable {
     /// For an update, the names of the properties that changed (relationships included);
     /// nil for inserts and deletes, and for batch updates' rows when unknown.
     public var updatedProperties: Set<String>?
+    /// For a deletion: the object's values of the attributes that keep theirs in history
+    /// (``AttributeDescription/preservesValueInHistoryOnDeletion``), by name; nil otherwise.
+    ///
+    /// Core Data equivalent: `tombstone`.
+    public var tombstone: [String: AttributeValue]?
+
+    /// A change.
+    public init(changeType: ChangeType, changedObjectID: ManagedObjectID, updatedProperties: Set<String>? = nil,
+                tombstone: [String: AttributeValue]? = nil) {
+        self.changeType = changeType
+        self.changedObjectID = changedObjectID
+        self.updatedProperties = updatedProperties
+        self.tombstone = tombstone
+    }
 }

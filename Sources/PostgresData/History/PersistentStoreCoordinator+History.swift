@@ -177,7 +177,7 @@ struct HistoryFetch {
     private func changes(of numbers: [Int64], on connection: Connection) async throws -> [Int64: [PersistentHistoryChange]] {
         guard !numbers.isEmpty else { return [:] }
         let rows = try await connection.query(
-            "SELECT \"transaction_id\", \"entity\", \"change_type\", \"object_keys\"::text, \"updated_properties\" FROM \(HistorySchema.changes) WHERE \"transaction_id\" = ANY($1) ORDER BY \"transaction_id\"",
+            "SELECT \"transaction_id\", \"entity\", \"change_type\", \"object_keys\"::text, \"updated_properties\", \"tombstones\"::text FROM \(HistorySchema.changes) WHERE \"transaction_id\" = ANY($1) ORDER BY \"transaction_id\"",
             numbers)
         var result: [Int64: [PersistentHistoryChange]] = [:]
         for row in rows {
@@ -186,11 +186,12 @@ struct HistoryFetch {
                   let type = PersistentHistoryChange.ChangeType(rawValue: try row.decode(Int16.self, at: 2)) else { continue }
             let properties = try row.decode([String]?.self, at: 4).map(Set.init)
             let keys = HistoryRecord.keys(ofMultirange: try row.decode(String.self, at: 3))
+            let tombstones = try row.decode(String?.self, at: 5).map { HistoryTombstones.decode($0, entity: entity) } ?? [:]
             var changes = result[try row.decode(Int64.self, at: 0), default: []]
             changes.reserveCapacity(changes.count + keys.count)
             for key in keys {
                 changes.append(PersistentHistoryChange(changeType: type, changedObjectID: ManagedObjectID(entity: entity, primaryKey: key),
-                                                       updatedProperties: properties))
+                                                       updatedProperties: properties, tombstone: tombstones[key]))
             }
             result[try row.decode(Int64.self, at: 0)] = changes
         }

@@ -59,6 +59,12 @@ public struct AttributeDescription: Sendable, Hashable {
     ///
     /// Core Data equivalent: `NSDerivedAttributeDescription.derivationExpression`.
     public var derivationExpression: String?
+    /// True when the history of a deletion keeps the object's value of this attribute (its
+    /// *tombstone*), so that a process reading the history later still knows what was
+    /// deleted — a unique name, an external ID. See ``PersistentHistoryChange/tombstone``.
+    ///
+    /// Core Data equivalent: `preservesValueInHistoryOnDeletion`.
+    public var preservesValueInHistoryOnDeletion = false
 
     /// Describes an attribute.
     public init(name: String, type: AttributeType, isOptional: Bool = false, defaultValue: AttributeValue = .null,

@@ -21,6 +21,7 @@ extension ManagedObject {
             isIndexed: options.contains(.indexed), isUnique: options.contains(.unique), columnName: columnName)
         attribute.validationPredicates = validation.map { [$0] } ?? []
         attribute.derivationExpression = derived
+        attribute.preservesValueInHistoryOnDeletion = options.contains(.preservesValueInHistoryOnDeletion)
         return .attribute(attribute)
     }
 
@@ -36,6 +37,7 @@ extension ManagedObject {
         if case .attribute(var attribute) = description {
             attribute.isIndexed = options.contains(.indexed)
             attribute.isUnique = options.contains(.unique)
+            attribute.preservesValueInHistoryOnDeletion = options.contains(.preservesValueInHistoryOnDeletion)
             description = .attribute(attribute)
         }
         return description

@@ -33,6 +33,17 @@ extension PersistentStoreCoordinator {
                     .map { try $0.decode(Int64.self, at: 0) }
                 var reached = Set(keys.map { ManagedObjectID(entity: entity, primaryKey: $0) })
                 try await Self.reach(from: entity, keys: keys, on: connection, result: &result, seen: &reached)
+                // The kept values of the rows about to go, read while they are locked.
+                var tombstones: [(EntityDescription, String)] = []
+                if history != nil {
+                    let doomed = keys.map { ManagedObjectID(entity: entity, primaryKey: $0) } + result.cascadedObjectIDs
+                    for (deleted, ids) in SavePlan.grouped(doomed, by: \.entity) where !HistoryTombstones.preserved(in: deleted).isEmpty {
+                        let rows = try await Self.fetchSnapshots(deleted, keys: ids.compactMap(\.primaryKey), on: connection)
+                        if let json = HistoryTombstones.encode(rows.map { (key: $0.0, values: $0.1.values) }, entity: deleted) {
+                            tombstones.append((deleted, json))
+                        }
+                    }
+                }
                 let deleted = try await connection.query(plan.deleteByKeys, keys)
                 result.objectIDs = try deleted.map { ManagedObjectID(entity: entity, primaryKey: try $0.decode(Int64.self, at: 0)) }
                 result.count = result.objectIDs.count
@@ -40,6 +51,7 @@ extension PersistentStoreCoordinator {
                     var record = HistoryRecord(origin: history)
                     record.record(result.objectIDs + result.cascadedObjectIDs, .delete)
                     record.record(result.nullifiedObjectIDs, .update)
+                    for (deleted, json) in tombstones { record.attachTombstones(json, to: deleted) }
                     try await record.write(on: connection)
                 }
                 return result
