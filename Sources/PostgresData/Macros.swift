@@ -59,6 +59,13 @@ public macro Relationship(
 public macro Fetched(_ predicate: String, sortDescriptors: [FetchSortDescriptor] = []) =
     #externalMacro(module: "PostgresDataMacros", type: "FetchedMacro")
 
+/// Makes a struct a composite attribute (``CompositeAttributeValue``): each stored property
+/// (typed, of an attribute type) an element, a column of its own.
+///
+/// Core Data equivalent: `NSCompositeAttributeDescription`.
+@attached(extension, conformances: CompositeAttributeValue, names: named(compositeElements), named(init(compositeValues:)), named(compositeValues))
+public macro Composite() = #externalMacro(module: "PostgresDataMacros", type: "CompositeMacro")
+
 /// Marks a stored property of an `@Entity` class as not persistent.
 @attached(peer)
 public macro Transient() = #externalMacro(module: "PostgresDataMacros", type: "TransientMacro")

@@ -6,6 +6,6 @@ struct PostgresDataMacrosPlugin: CompilerPlugin {
     let providingMacros: [any Macro.Type] = [
         EntityMacro.self,
         PersistentPropertyMacro.self,
-        TransientMacro.self, FetchedMacro.self,
+        TransientMacro.self, FetchedMacro.self, CompositeMacro.self,
     ]
 }

@@ -103,6 +103,39 @@ final class EntityMacroTests: XCTestCase {
             macros: ["Entity": EntityMacro.self, "Fetched": FetchedMacro.self])
     }
 
+    func testACompositeStructConformsThroughItsElements() {
+        assertMacroExpansion(
+            """
+            @Composite struct Address {
+                var city: String = ""
+                var postcode: String?
+                static let none = Address()
+            }
+            """,
+            expandedSource: """
+            struct Address {
+                var city: String = ""
+                var postcode: String?
+                static let none = Address()
+            }
+
+            extension Address: CompositeAttributeValue {
+                public static var compositeElements: [AttributeDescription] {
+                    [AttributeDescription(name: "city", valueType: (String).self), AttributeDescription(name: "postcode", valueType: (String?).self)]
+                }
+
+                public init(compositeValues values: [AttributeValue]) {
+                    self.init(city: (String)(attributeValue: values[0]), postcode: (String?)(attributeValue: values[1]))
+                }
+
+                public var compositeValues: [AttributeValue] {
+                    [city.attributeValue, postcode.attributeValue]
+                }
+            }
+            """,
+            macros: ["Composite": CompositeMacro.self])
+    }
+
     func testEntityDescribesEveryPersistentPropertyInOrder() {
         assertMacroExpansion(
             """

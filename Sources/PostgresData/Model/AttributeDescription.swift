@@ -65,6 +65,14 @@ public struct AttributeDescription: Sendable, Hashable {
     ///
     /// Core Data equivalent: `preservesValueInHistoryOnDeletion`.
     public var preservesValueInHistoryOnDeletion = false
+    /// For a composite attribute, its elements (attributes of their own). An entity stores
+    /// each element as a column named after both (`address_city`) and lists it as a
+    /// property named `address.city`, which predicates, sort descriptors, batch requests and
+    /// `value(forKey:)` use; `value(forKey: "address")` gives the elements by name. In an
+    /// `@Entity` class, a property of a `@Composite` struct type.
+    ///
+    /// Core Data equivalent: `NSCompositeAttributeDescription.elements`.
+    public var compositeElements: [AttributeDescription]?
 
     /// Describes an attribute.
     public init(name: String, type: AttributeType, isOptional: Bool = false, defaultValue: AttributeValue = .null,

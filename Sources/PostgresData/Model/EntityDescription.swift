@@ -22,8 +22,13 @@ public final class EntityDescription: @unchecked Sendable, Hashable, CustomStrin
     public let tableName: String
     /// The class of the objects; ``ManagedObject`` itself for entities built without a class.
     public let managedObjectClass: ManagedObject.Type
-    /// Every property in declaration order.
+    /// Every property in declaration order; a composite attribute's elements stand in its place
+    /// (`address.street`, `address.city`).
     public let properties: [PropertyDescription]
+    /// The properties as given, composites whole.
+    private let declaredProperties: [PropertyDescription]
+    /// Composite attributes: the name and the indices of their elements, in order.
+    let composites: [(name: String, description: AttributeDescription, indices: [Int])]
     /// Sets of property names whose values must be unique together (`UNIQUE (a, b)`).
     public let uniquenessConstraints: [[String]]
     /// Sets of property names that get a (multi-column) index.
@@ -64,7 +69,10 @@ public final class EntityDescription: @unchecked Sendable, Hashable, CustomStrin
         self.fetchedProperties = fetchedProperties
         self.tableName = tableName ?? SchemaNaming.snakeCase(name)
         self.managedObjectClass = managedObjectClass
+        self.declaredProperties = properties
+        let (properties, composites) = Self.flatteningComposites(properties)
         self.properties = properties
+        self.composites = composites
         self.uniquenessConstraints = uniquenessConstraints
         self.indexes = indexes
         var byName: [String: Int] = [:]
@@ -159,7 +167,7 @@ public final class EntityDescription: @unchecked Sendable, Hashable, CustomStrin
     /// Called under `resolutionLock`.
     func claimed(by model: UInt64) -> EntityDescription {
         let entity = owner == nil ? self : EntityDescription(
-            name: name, managedObjectClass: managedObjectClass, properties: properties,
+            name: name, managedObjectClass: managedObjectClass, properties: declaredProperties,
             uniquenessConstraints: uniquenessConstraints, indexes: indexes, tableName: tableName,
             fetchedProperties: fetchedProperties)
         entity.owner = model

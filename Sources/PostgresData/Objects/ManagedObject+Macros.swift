@@ -43,6 +43,25 @@ extension ManagedObject {
         return description
     }
 
+    /// A composite attribute (a `@Composite` struct): its elements, with the default's values.
+    public static func _$property<Value: CompositeAttributeValue>(
+        _ name: String, _ type: Value.Type, default defaultValue: Value? = nil, columnName: String? = nil
+    ) -> PropertyDescription {
+        var elements = Value.compositeElements
+        if let defaults = defaultValue?.compositeValues {
+            for index in elements.indices where index < defaults.count { elements[index].defaultValue = defaults[index] }
+        }
+        var attribute = AttributeDescription(name: name, type: .codable, columnName: columnName)
+        attribute.compositeElements = elements
+        return .attribute(attribute)
+    }
+
+    /// A composite attribute declared only by its default value (`var address = Address()`).
+    public static func _$property<Value: CompositeAttributeValue>(_ name: String, default defaultValue: Value,
+                                                                    columnName: String? = nil) -> PropertyDescription {
+        _$property(name, Value.self, default: defaultValue, columnName: columnName)
+    }
+
     /// A `Codable` attribute (stored as `jsonb`).
     @_disfavoredOverload
     public static func _$property<Value: Codable>(
@@ -108,7 +127,7 @@ extension ManagedObject {
 
     /// The index of a property of an `@Entity` class.
     public static func _$index(_ entity: EntityDescription, _ name: String) -> Int {
-        guard let index = entity.propertyIndex(named: name) else {
+        guard let index = entity.propertyIndex(named: name) ?? entity.compositeIndices(named: name)?.first else {
             preconditionFailure("\(entity.name) has no property \(name); @Entity and its description disagree")
         }
         return index
@@ -141,6 +160,18 @@ extension ManagedObject {
 
     public final func _$get<Destination: ManagedObject>(_ index: Int) -> [Destination] {
         _$orderedToMany(index, as: Destination.self)
+    }
+
+    /// Reads a composite attribute from its elements, stored from `index` on.
+    public final func _$get<Value: CompositeAttributeValue>(_ index: Int) -> Value {
+        Value(compositeValues: (0..<Value.compositeElements.count).map { primitiveValue(at: index + $0) })
+    }
+
+    /// Writes a composite attribute's elements; only those whose value differs change.
+    public final func _$set<Value: CompositeAttributeValue>(_ index: Int, _ value: Value) {
+        for (offset, element) in value.compositeValues.enumerated() where primitiveValue(at: index + offset) != element {
+            setPrimitiveValue(element, at: index + offset)
+        }
     }
 
     @inlinable public final func _$set<Value: PersistentAttributeValue>(_ index: Int, _ value: Value) {

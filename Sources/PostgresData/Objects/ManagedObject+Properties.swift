@@ -13,6 +13,15 @@ extension ManagedObject {
     /// Use ``EntityDescription/propertyIndex(named:)`` to check first, or the throwing
     /// ``setValue(_:forKey:)`` to set.
     public func value(forKey key: String) -> Any? {
+        if entity.propertyIndex(named: key) == nil, let indices = entity.compositeIndices(named: key) {
+            // A composite attribute: its elements by name, as Core Data gives them.
+            var elements: [String: Any] = [:]
+            for index in indices {
+                let name = entity.properties[index].name
+                elements[String(name.dropFirst(key.count + 1))] = primitiveValue(at: index).anyValue ?? NSNull()
+            }
+            return elements
+        }
         if entity.propertyIndex(named: key) == nil, entity.fetchedProperties.contains(where: { $0.name == key }) {
             let objects: [ManagedObject] = _$fetched(key)
             return objects

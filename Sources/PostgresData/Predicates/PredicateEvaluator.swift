@@ -63,6 +63,12 @@ struct PredicateEvaluator {
                 if name == "id" || name == "objectID" || name == "self" {
                     return .value(current.map { .object($0.objectID) } ?? .null, .integer64, key: key)
                 }
+                // `address.city`: an element of a composite attribute, the path's last step.
+                if position == components.count - 2, let element = entity.compositeElement(name, components[position + 1]),
+                   let elementIndex = entity.propertyIndex(named: element.name) {
+                    current?.willAccessValues()
+                    return .value(current?.values[elementIndex] ?? .null, element.attributeType, key: key)
+                }
                 throw PredicateSQL.unknownKey(name, in: entity, path: key)
             }
             current?.willAccessValues()

@@ -82,6 +82,10 @@ struct PredicateSQL {
                 if name == "id" || name == "objectID" || name == "self" {
                     return .column(Self.qualified(alias, "\"id\""), .integer64, key: key)
                 }
+                // `address.city`: an element of a composite attribute, the path's last step.
+                if position == components.count - 2, let element = entity.compositeElement(name, components[position + 1]) {
+                    return .column(Self.qualified(alias, quoteIdentifier(element.columnName)), element.attributeType, key: key)
+                }
                 throw Self.unknownKey(name, in: entity, path: key)
             }
             switch entity.properties[index] {
