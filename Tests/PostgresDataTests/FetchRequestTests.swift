@@ -235,6 +235,13 @@ import Testing
             swift.propertiesToFetch = plain.propertiesToFetch
             #expect(try context.fetch(swift) == rows.map(\.dictionary))
             if case .object(let id) = rows[0]["list"] { #expect(id.entity.name == "TodoList") } else { Issue.record("list is \(String(describing: rows[0]["list"]))") }
+            // The object's own ID, and its list's, as IDs (Core Data's objectID result type).
+            var identified = FetchRequest<[String: AttributeValue]>(entityName: "Item", predicate: plain.predicate, sortDescriptors: plain.sortDescriptors)
+            identified.propertiesToFetch = ["objectID", "list.objectID"]
+            let identities = try context.fetch(identified)
+            let items = try context.fetch(FetchRequest<Item>(predicate: plain.predicate, sortDescriptors: plain.sortDescriptors))
+            #expect(identities.map { $0["objectID"] } == items.map { .object($0.objectID) })
+            #expect(identities[0]["list.objectID"] == rows[0]["list"])
 
             var distinct = FetchRequest<[String: AttributeValue]>(entityName: "Item", sortDescriptors: [FetchSortDescriptor(key: "done")])
             distinct.propertiesToFetch = ["done"]

@@ -133,10 +133,15 @@ extension FetchRequest {
     }
 
     /// The destination entity when `key` ends at a to-one relationship (its values are IDs).
+    /// `objectID` (or `self`), alone or at the end of a to-one path, is the object's ID
+    /// (Core Data's evaluated object with the `objectIDAttributeType` result type).
     private static func relationshipDestination(of key: String, in start: EntityDescription) throws -> EntityDescription? {
         var entity = start
         let components = key.split(separator: ".").map(String.init)
         for (position, name) in components.enumerated() {
+            if (name == "objectID" || name == "self") && position == components.count - 1 && entity.propertyIndex(named: name) == nil {
+                return entity
+            }
             guard let index = entity.propertyIndex(named: name), entity.properties[index].relationship != nil else { return nil }
             entity = entity.destination(of: index)
             if position == components.count - 1 { return entity }
