@@ -17,10 +17,13 @@
 /// Every stored `var` is persistent unless marked `@Transient`. Attribute types are the
 /// ``PersistentAttributeValue`` types and any `Codable` type (stored as `jsonb`); a property
 /// of a `ManagedObject` type is a to-one relationship, a `Set` of one a to-many relationship.
-/// Options: `tableName`, `uniquenessConstraints` (property names), `indexes`.
-@attached(member, names: named(_$entity), named(entity), named(_$keyPathNames), named(_$validatedKeys), named(_$validate))
+/// Options: `tableName`, `uniquenessConstraints` (property names), `indexes`, `isAbstract`.
+/// A class inheriting from another `@Entity` class is its sub-entity (Core Data's
+/// `subentities`): it has the parent's properties and its own, its rows live in the
+/// parent's table, and fetches of the parent return its objects with their own class.
+@attached(member, names: named(_$entity), prefixed(_$entity_), named(entity), named(_$keyPathNames), named(_$validatedKeys), named(_$validate))
 @attached(memberAttribute)
-public macro Entity(tableName: String? = nil, uniquenessConstraints: [[String]] = [], indexes: [[String]] = []) =
+public macro Entity(tableName: String? = nil, uniquenessConstraints: [[String]] = [], indexes: [[String]] = [], isAbstract: Bool = false) =
     #externalMacro(module: "PostgresDataMacros", type: "EntityMacro")
 
 /// Options of an attribute of an `@Entity` class: constraints (checked by the context and

@@ -61,10 +61,22 @@ public struct EntityMacro: MemberMacro, MemberAttributeMacro {
             }
         }
         if !fetched.isEmpty { entityArguments += ", fetchedProperties: [\(fetched.joined(separator: ", "))]" }
+        // A class inheriting from another @Entity class is its sub-entity: the parent's
+        // description comes first, and the members that cannot be overridden get own names.
+        let parent = classDecl.inheritanceClause?.inheritedTypes.first?.type.trimmedDescription
+        let isSubentity = parent != nil && parent != "ManagedObject" && parent != "PostgresData.ManagedObject"
+        if isSubentity, let parent { entityArguments += ", parent: \(parent).entity()" }
+        if let abstract = node.arguments?.as(LabeledExprListSyntax.self)?.first(where: { $0.label?.text == "isAbstract" }) {
+            entityArguments += ", isAbstract: \(abstract.expression.trimmedDescription)"
+        }
+        let storage = isSubentity ? "_$entity_\(className)" : "_$entity"
+        let keyPathList = "[\(keyPaths.isEmpty ? ":" : keyPaths.joined(separator: ", "))]"
         var members: [DeclSyntax] = [
-            "nonisolated static let _$entity = _$EntityDescription(\(raw: entityArguments))",
-            "public override class func entity() -> _$EntityDescription { _$entity }",
-            "public override class var _$keyPathNames: [AnyKeyPath: String] { [\(raw: keyPaths.isEmpty ? ":" : keyPaths.joined(separator: ", "))] }",
+            "nonisolated static let \(raw: storage) = _$EntityDescription(\(raw: entityArguments))",
+            "public override class func entity() -> _$EntityDescription { \(raw: storage) }",
+            isSubentity
+                ? "public override class var _$keyPathNames: [AnyKeyPath: String] { super._$keyPathNames.merging(\(raw: keyPathList)) { $1 } }"
+                : "public override class var _$keyPathNames: [AnyKeyPath: String] { \(raw: keyPathList) }",
         ]
         let rules = validationRules(in: classDecl, properties: Set(persistentNames))
         if !rules.isEmpty {
@@ -72,7 +84,8 @@ public struct EntityMacro: MemberMacro, MemberAttributeMacro {
             let cases = rules.map { rule in
                 "case \"\(rule.key)\": try _$validate(&value, as: (\(rule.type)).self) { try self.\(rule.method)(&$0) }"
             }.joined(separator: "\n")
-            members.append("public override class var _$validatedKeys: [String] { [\(raw: keys)] }")
+            members.append(isSubentity ? "public override class var _$validatedKeys: [String] { super._$validatedKeys + [\(raw: keys)] }"
+                                       : "public override class var _$validatedKeys: [String] { [\(raw: keys)] }")
             members.append("""
                 public override func _$validate(_ key: String, _ value: inout _$AttributeValue) throws {
                     switch key {

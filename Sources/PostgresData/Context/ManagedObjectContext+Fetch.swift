@@ -109,7 +109,7 @@ extension ManagedObjectContext {
 
     private func fetchIDs<Result>(_ request: FetchRequest<Result>, entity: EntityDescription) async throws -> [ManagedObjectID] {
         let pending = request.includesPendingChanges ? try pendingObjects(of: entity, matching: request.predicate) : PendingObjects()
-        if pending.changesResults {
+        if pending.changesResults || (!entity.subentities.isEmpty && request.includesSubentities) {
             return try await fetchObjects(request, entity: entity, idsOnly: true, pending: pending).map(\.objectID)
         }
         let (sql, bindings) = try request.sql(for: entity, columns: "t.\"id\"")
@@ -127,7 +127,10 @@ extension ManagedObjectContext {
         let storeRequest = Self.storeRequest(request, pending: pending)
         let coordinator = persistentStoreCoordinator
         var objects: [ManagedObject]
-        if idsOnly || request.fetchBatchSize > 0 || !request.includesPropertyValues {
+        if !entity.subentities.isEmpty && request.includesSubentities {
+            objects = try await fetchHierarchy(storeRequest, entity: entity, excluding: pending.excludedKeys,
+                                               faultsOnly: idsOnly || request.fetchBatchSize > 0 || !request.includesPropertyValues)
+        } else if idsOnly || request.fetchBatchSize > 0 || !request.includesPropertyValues {
             let (sql, bindings) = try storeRequest.sql(for: entity, columns: "t.\"id\"", excluding: pending.excludedKeys)
             activeSpan?.noteQuery(sql)
             let keys = try await store { access in try await coordinator.fetchIntegers(sql: sql, bindings: bindings, access: access) }
@@ -222,14 +225,16 @@ extension ManagedObjectContext {
     func pendingObjects(of entity: EntityDescription, matching predicate: FetchPredicate?) throws -> PendingObjects {
         var pending = PendingObjects()
         var candidates: [ManagedObject] = []
-        for object in updatedSet.values where object.entity === entity {
+        // Objects of sub-entities are objects of the entity too.
+        let kinds = Set(entity.selfAndDescendants.map(ObjectIdentifier.init))
+        for object in updatedSet.values where kinds.contains(ObjectIdentifier(object.entity)) {
             if let key = object.objectID.primaryKey { pending.excludedKeys.append(key) }
             if !object.isDeletedStorage { candidates.append(object) }
         }
-        for object in deletedSet.values where object.entity === entity && !object.isInsertedStorage {
+        for object in deletedSet.values where kinds.contains(ObjectIdentifier(object.entity)) && !object.isInsertedStorage {
             if let key = object.objectID.primaryKey, updatedSet[ObjectIdentifier(object)] == nil { pending.excludedKeys.append(key) }
         }
-        for object in insertedSet.values where object.entity === entity && !object.isDeletedStorage {
+        for object in insertedSet.values where kinds.contains(ObjectIdentifier(object.entity)) && !object.isDeletedStorage {
             candidates.append(object)
         }
         guard let predicate, !candidates.isEmpty else {

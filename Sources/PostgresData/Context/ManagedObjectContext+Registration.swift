@@ -25,6 +25,9 @@ extension ManagedObjectContext {
     public func object(with objectID: ManagedObjectID) -> ManagedObject {
         assertOnQueue()
         if let object = registered[objectID] { return object }
+        // An ID naming a parent entity: its row's own entity is read (the one query here).
+        var objectID = objectID
+        if !objectID.entity.subentities.isEmpty, let concrete = try? concreteIDs([objectID]).first { objectID = concrete }
         let object = ManagedObject.makeFault(of: objectID.entity)
         object.objectID = objectID
         object.managedObjectContext = self

@@ -45,7 +45,12 @@ extension ManagedObjectContext {
 
     /// The objects an object's relationship points at.
     func relatedObjects(of owner: ManagedObject, at index: Int) -> [ManagedObject] {
-        relatedIDs(of: owner, at: index).map { object(with: $0) }
+        var ids = relatedIDs(of: owner, at: index)
+        // A relationship to a parent entity: its objects' own entities, read at once.
+        if !owner.entity.destination(of: index).subentities.isEmpty {
+            ids = (try? concreteIDs(ids)) ?? ids
+        }
+        return ids.map { object(with: $0) }
     }
 
     /// The committed IDs of a relationship stored elsewhere, loaded once (a relationship fault).

@@ -138,7 +138,14 @@ extension ManagedObjectContext {
         func collect(_ body: () throws -> Void) throws {
             do { try body() } catch PostgresDataError.validation(let found) { failures += found }
         }
-        for object in insertedSet.values { try collect(object.validateForInsert) }
+        for object in insertedSet.values {
+            if object.entity.isAbstract {
+                let concrete = object.entity.fetchedEntities(includingSubentities: true).map(\.name)
+                failures.append(ValidationFailure(objectID: object.objectID, key: "",
+                                                  reason: "is an object of the abstract entity \(object.entity.name): insert one of its sub-entities (\(concrete.joined(separator: ", ")))"))
+            }
+            try collect(object.validateForInsert)
+        }
         for object in updatedSet.values { try collect(object.validateForUpdate) }
         for object in deletedSet.values { try collect(object.validateForDelete) }
         if !failures.isEmpty { throw PostgresDataError.validation(failures) }

@@ -25,8 +25,15 @@ public final class EntityDescription: @unchecked Sendable, Hashable, CustomStrin
     /// Every property in declaration order; a composite attribute's elements stand in its place
     /// (`address.street`, `address.city`).
     public let properties: [PropertyDescription]
-    /// The properties as given, composites whole.
+    /// The properties as given (a parent's first), composites whole.
     private let declaredProperties: [PropertyDescription]
+    /// How many of ``properties`` come from the parent entity (the first ones).
+    private(set) var inheritedPropertyCount: Int
+    /// The name of the entity this one is a sub-entity of.
+    public private(set) var parentEntityName: String?
+    /// True for an entity that has no objects of its own, only its sub-entities' (Core
+    /// Data's `isAbstract`): inserting one fails.
+    public let isAbstract: Bool
     /// Composite attributes: the name and the indices of their elements, in order.
     let composites: [(name: String, description: AttributeDescription, indices: [Int])]
     /// Sets of property names whose values must be unique together (`UNIQUE (a, b)`).
@@ -60,17 +67,29 @@ public final class EntityDescription: @unchecked Sendable, Hashable, CustomStrin
     private(set) var isResolved = false
     /// The index of this entity in its model.
     private(set) var modelIndex = 0
+    /// The entity this one is a sub-entity of, and its own sub-entities (set by the model).
+    var superentity: EntityDescription?
+    var subentities: [EntityDescription] = []
+    /// The top of this entity's hierarchy (itself outside one); its table holds every row of
+    /// the hierarchy. Set by the model.
+    var hierarchyRoot: EntityDescription?
 
-    /// Describes an entity.
+    /// Describes an entity; with `parent`, a sub-entity: it has the parent's properties
+    /// first, then its own, and its rows live in the parent's table.
     public init(name: String, managedObjectClass: ManagedObject.Type = ManagedObject.self,
                 properties: [PropertyDescription], uniquenessConstraints: [[String]] = [],
-                indexes: [[String]] = [], tableName: String? = nil, fetchedProperties: [FetchedPropertyDescription] = []) {
+                indexes: [[String]] = [], tableName: String? = nil, fetchedProperties: [FetchedPropertyDescription] = [],
+                parent: EntityDescription? = nil, isAbstract: Bool = false) {
         self.name = name
-        self.fetchedProperties = fetchedProperties
-        self.tableName = tableName ?? SchemaNaming.snakeCase(name)
+        self.parentEntityName = parent?.name
+        self.isAbstract = isAbstract
+        self.fetchedProperties = (parent?.fetchedProperties ?? []) + fetchedProperties
+        self.tableName = tableName ?? parent?.tableName ?? SchemaNaming.snakeCase(name)
         self.managedObjectClass = managedObjectClass
-        self.declaredProperties = properties
-        let (properties, composites) = Self.flatteningComposites(properties)
+        let declared = (parent?.declaredProperties ?? []) + properties
+        self.declaredProperties = declared
+        self.inheritedPropertyCount = parent?.properties.count ?? 0
+        let (properties, composites) = Self.flatteningComposites(declared)
         self.properties = properties
         self.composites = composites
         self.uniquenessConstraints = uniquenessConstraints
@@ -169,7 +188,9 @@ public final class EntityDescription: @unchecked Sendable, Hashable, CustomStrin
         let entity = owner == nil ? self : EntityDescription(
             name: name, managedObjectClass: managedObjectClass, properties: declaredProperties,
             uniquenessConstraints: uniquenessConstraints, indexes: indexes, tableName: tableName,
-            fetchedProperties: fetchedProperties)
+            fetchedProperties: fetchedProperties, isAbstract: isAbstract)
+        entity.parentEntityName = parentEntityName
+        entity.inheritedPropertyCount = inheritedPropertyCount
         entity.owner = model
         return entity
     }
@@ -197,6 +218,10 @@ public final class EntityDescription: @unchecked Sendable, Hashable, CustomStrin
                 continue
             }
             let inverseName = relationship.inverseName.isEmpty ? destination.inverseName(pointingAt: self, from: relationship.name) : relationship.inverseName
+            // The inverse of an inherited relationship points at an ancestor.
+            var names: Set<String> = [name]
+            var ancestor = superentity
+            while let parent = ancestor, names.insert(parent.name).inserted { ancestor = parent.superentity }
             guard let inverseName, let inverseIndex = destination.propertyIndexByName[inverseName],
                   case .relationship(let inverse) = destination.properties[inverseIndex] else {
                 problems.append(relationship.inverseName.isEmpty
@@ -204,7 +229,7 @@ public final class EntityDescription: @unchecked Sendable, Hashable, CustomStrin
                     : "\(label) names the inverse \"\(relationship.inverseName)\", which is not a relationship of \(destination.name); every relationship needs an inverse")
                 continue
             }
-            guard inverse.destinationEntityName == name,
+            guard names.contains(inverse.destinationEntityName),
                   inverse.inverseName == relationship.name || (inverse.inverseName.isEmpty && !relationship.inverseName.isEmpty)
                     || (relationship.inverseName.isEmpty && inverseName == inverse.name) else {
                 problems.append("\(label) and its inverse \(destination.name).\(inverse.name) do not point at each other")
@@ -290,7 +315,10 @@ public final class EntityDescription: @unchecked Sendable, Hashable, CustomStrin
     /// The relationship of this entity that is the inverse of `source`'s relationship `name`:
     /// the one naming it as inverse, or else the only one pointing at `source` without an inverse.
     func inverseName(pointingAt source: EntityDescription, from name: String) -> String? {
-        let candidates = relationships.filter { $0.destinationEntityName == source.name }
+        var names: Set<String> = [source.name]
+        var ancestor = source.superentity
+        while let parent = ancestor, names.insert(parent.name).inserted { ancestor = parent.superentity }
+        let candidates = relationships.filter { names.contains($0.destinationEntityName) }
         if let named = candidates.first(where: { $0.inverseName == name }) { return named.name }
         let unnamed = candidates.filter { $0.inverseName.isEmpty && ($0.name != name || source !== self) }
         return unnamed.count == 1 ? unnamed[0].name : nil

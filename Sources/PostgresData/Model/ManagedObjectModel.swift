@@ -41,12 +41,13 @@ public final class ManagedObjectModel: Sendable, CustomStringConvertible {
             if byName[own.name] != nil { problems.append("two entities are called \(own.name)") }
             byName[own.name] = own
         }
+        problems += EntityDescription.linkHierarchies(entities, byName: byName)
         for (index, entity) in entities.enumerated() {
             problems += entity.resolve(in: byName, index: index)
         }
         EntityDescription.resolutionLock.unlock()
         var tables: [String: String] = [:]
-        for entity in entities {
+        for entity in entities where entity.superentity == nil {
             if let other = tables[entity.tableName] {
                 problems.append("\(entity.name) and \(other) both map to the table \"\(entity.tableName)\"")
             }

@@ -63,8 +63,11 @@ public struct ManagedObjectID: Sendable, Hashable, CustomStringConvertible {
         "\(entity.name)/\(isTemporaryID ? "t" : "p")\(key)"
     }
 
+    /// IDs of one row are equal: within a hierarchy of entities (one table), the ID of a
+    /// sub-entity's row equals the ID naming it as its parent entity.
     public static func == (lhs: ManagedObjectID, rhs: ManagedObjectID) -> Bool {
-        lhs.key == rhs.key && lhs.isTemporaryID == rhs.isTemporaryID && lhs.entity === rhs.entity
+        lhs.key == rhs.key && lhs.isTemporaryID == rhs.isTemporaryID
+            && (lhs.entity === rhs.entity || (lhs.entity.root === rhs.entity.root && !lhs.isTemporaryID))
     }
 
     // Keys rarely repeat across entities, and `==` tells them apart: hashing the key alone
@@ -75,7 +78,7 @@ public struct ManagedObjectID: Sendable, Hashable, CustomStringConvertible {
 
     // Identity maps hold up to millions of IDs whose keys come in runs: see KeyRunHashing.
     public func _rawHashValue(seed: Int) -> Int {
-        var salt = UInt64(UInt(bitPattern: ObjectIdentifier(entity))) &* 0x9E37_79B9_7F4A_7C15
+        var salt = UInt64(UInt(bitPattern: ObjectIdentifier(entity.hierarchyRoot ?? entity))) &* 0x9E37_79B9_7F4A_7C15
         if isTemporaryID { salt = ~salt }
         return KeyRunHashing.hashValue(of: key, salt: salt, seed: seed)
     }

@@ -56,7 +56,8 @@ public struct BatchDeleteRequest: Sendable {
             return ("t.\"id\" = ANY($1)", [], try PostgresBindings(keys))
         }
         var compiler = PredicateSQL(entity: entity)
-        let condition = try predicate.map { try compiler.condition($0.node) }
+        let condition = try [predicate.map { try compiler.condition($0.node) }, entity.discriminatorCondition(alias: "t")]
+            .compactMap { $0 }.map { "(\($0))" }.joined(separator: " AND ").nilIfEmpty
         return (condition, compiler.joins, compiler.bindings)
     }
 }

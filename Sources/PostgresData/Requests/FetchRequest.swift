@@ -56,6 +56,11 @@ public struct FetchRequest<Result>: Sendable {
     /// reflected: inserted objects that match are included, deleted ones left out, and
     /// changed ones judged on their current values. Dictionary results read only the store.
     public var includesPendingChanges = true
+    /// When true (the default), a fetch of an entity with sub-entities also returns their
+    /// objects, each of its own class; when false, only the entity's own.
+    ///
+    /// Core Data equivalent: `includesSubentities`.
+    public var includesSubentities = true
     /// When true, the fetch (with its prefetches) may run on the store's read replica
     /// (``PersistentStoreCoordinator/StoreOptions/readReplicaConfiguration``), subject to the
     /// context's ``ManagedObjectContext/replicaConsistency``; the objects then hold their

@@ -31,7 +31,7 @@ struct BatchInsertPlan: Sendable {
     init(entity: EntityDescription, encodedRows: BatchInsertRequest.EncodedRows, request: BatchInsertRequest, returningIDs: Bool) throws {
         let columns = entity.writableColumnIndices.map(entity.columnName(of:))
         let wantIDs = returningIDs || request.wantsIDs
-        if !wantIDs, request.onConflict == .error {
+        if !wantIDs, request.onConflict == .error, !entity.isInHierarchy {
             steps = [.copy(table: entity.tableName, columns: columns, rows: encodedRows.bytes, count: encodedRows.count)]
             return
         }
@@ -48,7 +48,7 @@ struct BatchInsertPlan: Sendable {
 
     init(entity: EntityDescription, rows: [[Int: AttributeValue]], request: BatchInsertRequest, returningIDs: Bool) throws {
         let wantIDs = returningIDs || request.wantsIDs
-        if !wantIDs, request.onConflict == .error {
+        if !wantIDs, request.onConflict == .error, !entity.isInHierarchy {
             // Keys a row leaves out get the model's defaults.
             let full = rows.map { row in entity.properties.indices.map { row[$0] ?? entity.defaultValues[$0] } }
             steps = [try Self.copy(entity, full)]
@@ -83,7 +83,13 @@ struct BatchInsertPlan: Sendable {
         _ entity: EntityDescription, from select: String, bindings: PostgresBindings, suppliedKeys keys: [Int], request: BatchInsertRequest,
         returningIDs: Bool
     ) throws -> Step {
-        let columns = entity.writableColumnIndices.map { quoteIdentifier(entity.columnName(of: $0)) }
+        var columns = entity.writableColumnIndices.map { quoteIdentifier(entity.columnName(of: $0)) }
+        var select = select
+        if entity.isInHierarchy, select.hasPrefix("SELECT * ") {
+            // A hierarchy's rows name their entity (a name from the model, written out).
+            columns.append(quoteIdentifier(EntityDescription.discriminatorColumn))
+            select = "SELECT *, \(SchemaPlan.quoteLiteral(entity.name))::text " + select.dropFirst("SELECT * ".count)
+        }
         var sql = "INSERT INTO \(quoteIdentifier(entity.tableName)) (\(columns.joined(separator: ", "))) \(select)"
         switch request.onConflict {
         case .error: break

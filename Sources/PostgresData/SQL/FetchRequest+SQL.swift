@@ -6,6 +6,7 @@ extension FetchRequest {
     func sql(for entity: EntityDescription, columns: String, excluding excluded: [Int64] = []) throws -> (String, PostgresBindings) {
         var compiler = PredicateSQL(entity: entity)
         var conditions = try predicate.map { [try compiler.condition($0.node)] } ?? []
+        if let entities = entity.discriminatorCondition(alias: "t", includingSubentities: includesSubentities) { conditions.append(entities) }
         var order: [String] = []
         if resultType != .count {
             for descriptor in sortDescriptors {
@@ -50,7 +51,9 @@ extension FetchRequest {
     /// `DISTINCT`, sorts by key path or by expression name.
     func dictionarySQL(for entity: EntityDescription) throws -> (String, PostgresBindings, [DictionaryDecoder.Column]) {
         var compiler = PredicateSQL(entity: entity)
-        let condition = try predicate.map { try compiler.condition($0.node) }
+        let condition = try [predicate.map { try compiler.condition($0.node) },
+                             entity.discriminatorCondition(alias: "t", includingSubentities: includesSubentities)]
+            .compactMap { $0 }.map { "(\($0))" }.joined(separator: " AND ").nilIfEmpty
         let properties = propertiesToFetch ?? entity.columnIndices.map { .keyPath(entity.properties[$0].name) }
         guard !properties.isEmpty else {
             throw PostgresDataError.invalidRequest("a dictionary fetch of \(entity.name) needs propertiesToFetch")
@@ -156,4 +159,9 @@ extension FetchSortDescriptor {
         let expression = caseInsensitive && type == .string ? "lower(\(sql))" : sql
         return "\(expression) \(ascending ? "ASC NULLS FIRST" : "DESC NULLS LAST")"
     }
+}
+
+extension String {
+    /// nil for the empty string.
+    var nilIfEmpty: String? { isEmpty ? nil : self }
 }

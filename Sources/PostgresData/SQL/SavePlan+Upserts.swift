@@ -57,7 +57,8 @@ extension SavePlan {
         var parts = [
             "u AS (SELECT * FROM unnest(\(casts.joined(separator: ", "))) AS u(\(aliases.joined(separator: ", "))))",
         ]
-        let insert = "INSERT INTO \(table) AS t (\"id\", \(names.joined(separator: ", "))) SELECT * FROM u ON CONFLICT (\(target.joined(separator: ", ")))"
+        let named = entity.isInHierarchy ? (", \(quoteIdentifier(EntityDescription.discriminatorColumn))", ", \(SchemaPlan.quoteLiteral(entity.name))::text") : ("", "")
+        let insert = "INSERT INTO \(table) AS t (\"id\", \(names.joined(separator: ", "))\(named.0)) SELECT *\(named.1) FROM u ON CONFLICT (\(target.joined(separator: ", ")))"
         let select: String
         switch resolution {
         case .objectTrump:

@@ -191,6 +191,11 @@ struct SavePlan: Sendable {
                     columns.append(quoteIdentifier(entity.columnName(of: index)))
                     values.append("$\(bindings.count)::\(type.sqlType)")
                 }
+                if entity.isInHierarchy {
+                    try bindings.append(entity.name)
+                    columns.append(quoteIdentifier(EntityDescription.discriminatorColumn))
+                    values.append("$\(bindings.count)::text")
+                }
                 let sql = "INSERT INTO \(quoteIdentifier(entity.tableName)) (\(columns.joined(separator: ", "))) VALUES (\(values.joined(separator: ", ")))"
                 statements.append(Statement(sql: sql, bindings: bindings, check: .none))
                 continue
@@ -205,24 +210,32 @@ struct SavePlan: Sendable {
                 columns.append(quoteIdentifier(entity.columnName(of: index)))
                 casts.append("$\(bindings.count)::\(type.sqlType)[]")
             }
-            let sql = "INSERT INTO \(quoteIdentifier(entity.tableName)) (\(columns.joined(separator: ", "))) SELECT * FROM unnest(\(casts.joined(separator: ", ")))"
+            // A hierarchy's rows name their entity, bound once for all of them.
+            var select = "*"
+            if entity.isInHierarchy {
+                try bindings.append(entity.name)
+                columns.append(quoteIdentifier(EntityDescription.discriminatorColumn))
+                select = "*, $\(bindings.count)::text"
+            }
+            let sql = "INSERT INTO \(quoteIdentifier(entity.tableName)) (\(columns.joined(separator: ", "))) SELECT \(select) FROM unnest(\(casts.joined(separator: ", ")))"
             statements.append(Statement(sql: sql, bindings: bindings, check: .none))
         }
     }
 
     private mutating func planCopy(_ entity: EntityDescription, _ rows: [Insert]) throws {
         let columns = entity.writableColumnIndices
-        let types = columns.map { Self.columnType(entity, $0) }
+        let named = entity.isInHierarchy
+        let types = columns.map { Self.columnType(entity, $0) } + (named ? [.string] : [])
         var buffer = PostgresBuffer(capacity: rows.count * (8 + columns.count * 16))
-        var values = [AttributeValue](repeating: .null, count: columns.count)
+        var values = [AttributeValue](repeating: named ? .string(entity.name) : .null, count: types.count)
         for row in rows {
-            buffer.writeInteger(Int16(columns.count + 1))
+            buffer.writeInteger(Int16(types.count + 1))
             buffer.writeInteger(Int32(8))
             buffer.writeInteger(row.key)
             for (position, index) in columns.enumerated() { values[position] = row.values[index] }
             try ValueCoding.writeCopyFields(values, types: types, into: &buffer)
         }
-        let copy = Copy(table: entity.tableName, columns: ["id"] + columns.map(entity.columnName(of:)),
+        let copy = Copy(table: entity.tableName, columns: ["id"] + columns.map(entity.columnName(of:)) + (named ? [EntityDescription.discriminatorColumn] : []),
                         rows: buffer.bytes, rowCount: rows.count)
         statements.append(Statement(sql: "COPY \(quoteIdentifier(entity.tableName))", bindings: PostgresBindings(),
                                     check: .none, copy: copy))

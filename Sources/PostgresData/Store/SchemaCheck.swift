@@ -100,7 +100,14 @@ struct SchemaCheck {
             for column in entity.positionColumns {
                 columns.append(ExpectedColumn(table: entity.tableName, column: column, type: "double precision", nullable: false))
             }
-            result[entity.tableName] = columns
+            if entity.isInHierarchy {
+                // One table per hierarchy: the columns the plan describes for it.
+                if entity.superentity == nil, let table = plan.described[entity.tableName] {
+                    result[table.name] = table.columns.map { ExpectedColumn(table: table.name, column: $0.name, type: $0.type, nullable: $0.isNullable) }
+                }
+            } else {
+                result[entity.tableName] = columns
+            }
             for index in entity.derivedRelationshipIndices {
                 if case .joinTable(let join) = entity.storage(of: index) {
                     let positions = plan.described[join.name]?.columns.filter { $0.type == "double precision" }.map(\.name) ?? []
