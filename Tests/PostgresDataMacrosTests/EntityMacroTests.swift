@@ -136,6 +136,36 @@ final class EntityMacroTests: XCTestCase {
             macros: ["Composite": CompositeMacro.self])
     }
 
+    func testASubclassOfAnEntityIsItsSubentity() {
+        assertMacroExpansion(
+            """
+            @Entity final class Car: Vehicle {
+                var doors: Int = 4
+            }
+            """,
+            expandedSource: """
+            final class Car: Vehicle {
+                @_PersistentProperty
+                var doors: Int = 4
+
+                nonisolated static let _$entity_Car = _$EntityDescription(name: "Car", managedObjectClass: Car.self, properties: [
+                        _$property("doors", (Int).self, default: 4),
+                    ], parent: Vehicle.entity())
+
+                public override class func entity() -> _$EntityDescription {
+                    _$entity_Car
+                }
+
+                public override class var _$keyPathNames: [AnyKeyPath: String] {
+                    super._$keyPathNames.merging([\\Car.doors: "doors"]) {
+                        $1
+                    }
+                }
+            }
+            """,
+            macros: ["Entity": EntityMacro.self])
+    }
+
     func testEntityDescribesEveryPersistentPropertyInOrder() {
         assertMacroExpansion(
             """

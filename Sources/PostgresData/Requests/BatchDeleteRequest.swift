@@ -56,8 +56,7 @@ public struct BatchDeleteRequest: Sendable {
             return ("t.\"id\" = ANY($1)", [], try PostgresBindings(keys))
         }
         var compiler = PredicateSQL(entity: entity)
-        let condition = try [predicate.map { try compiler.condition($0.node) }, entity.discriminatorCondition(alias: "t")]
-            .compactMap { $0 }.map { "(\($0))" }.joined(separator: " AND ").nilIfEmpty
+        let condition = try [predicate.map { try compiler.condition($0.node) }, entity.discriminatorCondition(alias: "t")].conjunction
         return (condition, compiler.joins, compiler.bindings)
     }
 }

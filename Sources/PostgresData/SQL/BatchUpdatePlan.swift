@@ -82,8 +82,7 @@ extension BatchUpdateRequest {
             throw PostgresDataError.invalidRequest("batch update of \(entity.name): new values can use the row's own attributes, not key paths through relationships")
         }
         var condition = PredicateSQL(entity: entity, bindings: values.bindings)
-        let predicateSQL = try [predicate.map { try condition.condition($0.node) }, entity.discriminatorCondition(alias: "t")]
-            .compactMap { $0 }.map { "(\($0))" }.joined(separator: " AND ").nilIfEmpty
+        let predicateSQL = try [predicate.map { try condition.condition($0.node) }, entity.discriminatorCondition(alias: "t")].conjunction
         let table = quoteIdentifier(entity.tableName)
         var sql = "UPDATE \(table) AS t SET \(assignments.joined(separator: ", "))"
         if let predicateSQL {

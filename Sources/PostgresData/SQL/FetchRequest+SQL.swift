@@ -52,8 +52,7 @@ extension FetchRequest {
     func dictionarySQL(for entity: EntityDescription) throws -> (String, PostgresBindings, [DictionaryDecoder.Column]) {
         var compiler = PredicateSQL(entity: entity)
         let condition = try [predicate.map { try compiler.condition($0.node) },
-                             entity.discriminatorCondition(alias: "t", includingSubentities: includesSubentities)]
-            .compactMap { $0 }.map { "(\($0))" }.joined(separator: " AND ").nilIfEmpty
+                             entity.discriminatorCondition(alias: "t", includingSubentities: includesSubentities)].conjunction
         let properties = propertiesToFetch ?? entity.columnIndices.map { .keyPath(entity.properties[$0].name) }
         guard !properties.isEmpty else {
             throw PostgresDataError.invalidRequest("a dictionary fetch of \(entity.name) needs propertiesToFetch")
@@ -161,7 +160,12 @@ extension FetchSortDescriptor {
     }
 }
 
-extension String {
-    /// nil for the empty string.
-    var nilIfEmpty: String? { isEmpty ? nil : self }
+extension Array where Element == String? {
+    /// The conditions given, joined by `AND` (each parenthesized when there are several);
+    /// nil for none.
+    var conjunction: String? {
+        let conditions = compactMap { $0 }
+        if conditions.count <= 1 { return conditions.first }
+        return conditions.map { "(\($0))" }.joined(separator: " AND ")
+    }
 }
