@@ -78,7 +78,7 @@ public macro Transient() = #externalMacro(module: "PostgresDataMacros", type: "T
 @attached(peer, names: prefixed(`_$`), prefixed(`_$i_`))
 public macro _PersistentProperty() = #externalMacro(module: "PostgresDataMacros", type: "PersistentPropertyMacro")
 
-/// Options of ``Attribute(_:minValue:maxValue:minLength:maxLength:regularExpression:validation:columnName:)``.
+/// Options of ``Attribute(_:minValue:maxValue:minLength:maxLength:regularExpression:validation:derived:columnName:)``.
 public enum AttributeOption: Sendable, Hashable {
     /// No two objects may have the same value (`UNIQUE`).
     case unique
