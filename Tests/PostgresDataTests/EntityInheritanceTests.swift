@@ -100,6 +100,17 @@ let vehicleModel = ManagedObjectModel(Vehicle.self, Car.self, Truck.self, Garage
             try context.save()
         }
         #expect(try await container.rawIntegers("SELECT doors FROM vehicle WHERE entity_name = 'Car'") == [5])
+        // Prefetching a relationship to the parent entity, and batched faults of a parent fetch.
+        try await container.performBackgroundTask { context in
+            var garages = FetchRequest<Garage>()
+            garages.relationshipKeyPathsForPrefetching = ["vehicles"]
+            let garage = try #require(try context.fetch(garages).first)
+            #expect(Set(garage.vehicles.map { "\(type(of: $0))" }) == ["Car", "Truck"])
+            var batched = FetchRequest<Vehicle>(sortDescriptors: [FetchSortDescriptor(key: "name")])
+            batched.fetchBatchSize = 1
+            let vehicles = try context.fetch(batched)
+            #expect(vehicles.map(\.name) == ["hauler", "mini"] && (vehicles[1] as? Car)?.doors == 5)
+        }
     }
 
     @Test func constraintsAndBatchRequestsKeepToTheirEntity() async throws {

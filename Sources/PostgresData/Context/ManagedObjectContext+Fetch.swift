@@ -176,7 +176,8 @@ extension ManagedObjectContext {
         }
         objects = try merging(pending, into: objects, for: request)
         guard !idsOnly else { return objects }
-        if request.fetchBatchSize > 0 {
+        if request.fetchBatchSize > 0 && entity.subentities.isEmpty {
+            // (A hierarchy's objects are of several entities: each fault fills by itself.)
             var start = 0
             while start < objects.count {
                 let end = min(objects.count, start + request.fetchBatchSize)
@@ -315,6 +316,8 @@ extension ManagedObjectContext {
                 throw PostgresDataError.invalidRequest("\(entity.name).\(name) is an attribute; relationshipKeyPathsForPrefetching names relationships")
             }
             let destination = entity.destination(of: index)
+            // A relationship to a parent entity: its fault reads each object's own entity.
+            guard destination.subentities.isEmpty else { continue }
             var related: [ManagedObject] = []
             switch entity.storage(of: index) {
             case .foreignKey:
