@@ -35,6 +35,8 @@ let vehicleModel = ManagedObjectModel(Vehicle.self, Car.self, Truck.self, Garage
         let car = try #require(vehicleModel.entitiesByName["Car"])
         let vehicle = try #require(vehicleModel.entitiesByName["Vehicle"])
         #expect(car.superentity === vehicle && vehicle.subentities.map(\.name) == ["Car", "Truck"])
+        // An inherited relationship has its parent's inverse: no implicit one is added.
+        #expect(try #require(vehicleModel.entitiesByName["Garage"]).relationships.map(\.name) == ["vehicles"])
         #expect(car.tableName == "vehicle" && car.properties.map(\.name) == ["name", "wheels", "garage", "doors", "plate"])
         let sql = vehicleModel.createSchemaSQL()
         #expect(!sql.contains(#"CREATE TABLE "car""#) && !sql.contains(#"CREATE TABLE "truck""#))

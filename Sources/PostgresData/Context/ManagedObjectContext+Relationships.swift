@@ -130,13 +130,15 @@ extension ManagedObjectContext {
         case .joinTable:
             let current = Set(relatedIDs(of: owner, at: index))
             let wanted = Set(objects.map(\.objectID))
+            // An implicit inverse (a relationship declared without one) changes no object.
+            let mirrored = destination.properties[inverseIndex].relationship?.isImplicitInverse != true
             for id in current.subtracting(wanted) {
                 link(owner, at: index, to: id, adding: false)
-                if let other = registered[id] { link(other, at: inverseIndex, to: owner.objectID, adding: false) }
+                if mirrored, let other = registered[id] { link(other, at: inverseIndex, to: owner.objectID, adding: false) }
             }
             for object in objects where !current.contains(object.objectID) {
                 link(owner, at: index, to: object.objectID, adding: true)
-                link(object, at: inverseIndex, to: owner.objectID, adding: true)
+                if mirrored { link(object, at: inverseIndex, to: owner.objectID, adding: true) }
             }
         }
         if relationship.isOrdered && relationship.isToMany {

@@ -24,7 +24,7 @@ public final class EntityDescription: @unchecked Sendable, Hashable, CustomStrin
     public let managedObjectClass: ManagedObject.Type
     /// Every property in declaration order; a composite attribute's elements stand in its place
     /// (`address.street`, `address.city`).
-    public let properties: [PropertyDescription]
+    public private(set) var properties: [PropertyDescription]
     /// The properties as given (a parent's first), composites whole.
     private let declaredProperties: [PropertyDescription]
     /// How many of ``properties`` come from the parent entity (the first ones).
@@ -44,7 +44,7 @@ public final class EntityDescription: @unchecked Sendable, Hashable, CustomStrin
     /// about this object (`$FETCH_SOURCE`).
     public let fetchedProperties: [FetchedPropertyDescription]
 
-    let propertyIndexByName: [String: Int]
+    private(set) var propertyIndexByName: [String: Int]
     // Set once by the model that resolves the relationships (under `resolutionLock`).
     private(set) var relationshipStorage: [Int: RelationshipStorage] = [:]
     private(set) var destinations: [Int: EntityDescription] = [:]
@@ -153,13 +153,13 @@ public final class EntityDescription: @unchecked Sendable, Hashable, CustomStrin
     }
 
     /// Values of a newly inserted object: every attribute's default, nil relationships.
-    let defaultValues: [AttributeValue]
+    private(set) var defaultValues: [AttributeValue]
     /// Values of an object that has none to read (a fault whose row is gone, or whose store
     /// failed): the defaults, and for required attributes without one their type's zero
     /// (`0`, `""`, `false`, the reference date), so that a property read never traps.
-    let placeholderValues: [AttributeValue]
+    private(set) var placeholderValues: [AttributeValue]
     /// The indices of the relationships.
-    let relationshipIndices: [Int]
+    private(set) var relationshipIndices: [Int]
     /// The attributes with the rules a value must follow, by property index.
     let attributeRules: [(index: Int, rule: AttributeRule)]
     /// True when some property is a to-one relationship stored as a foreign key.
@@ -219,14 +219,12 @@ public final class EntityDescription: @unchecked Sendable, Hashable, CustomStrin
             }
             let inverseName = relationship.inverseName.isEmpty ? destination.inverseName(pointingAt: self, from: relationship.name) : relationship.inverseName
             // The inverse of an inherited relationship points at an ancestor.
-            var names: Set<String> = [name]
-            var ancestor = superentity
-            while let parent = ancestor, names.insert(parent.name).inserted { ancestor = parent.superentity }
+            let names = selfAndAncestorNames
             guard let inverseName, let inverseIndex = destination.propertyIndexByName[inverseName],
                   case .relationship(let inverse) = destination.properties[inverseIndex] else {
                 problems.append(relationship.inverseName.isEmpty
-                    ? "\(label) has no inverse: name it (inverse: \\\(destination.name).…) on one side; every relationship needs an inverse"
-                    : "\(label) names the inverse \"\(relationship.inverseName)\", which is not a relationship of \(destination.name); every relationship needs an inverse")
+                    ? "\(label) has no inverse, and more than one relationship of \(destination.name) could be it: name it (inverse: \\\(destination.name).…) on one side"
+                    : "\(label) names the inverse \"\(relationship.inverseName)\", which is not a relationship of \(destination.name); name one of its relationships, or none for an implicit inverse")
                 continue
             }
             guard names.contains(inverse.destinationEntityName),
@@ -312,12 +310,19 @@ public final class EntityDescription: @unchecked Sendable, Hashable, CustomStrin
         return problems
     }
 
+    /// Appends a property the model adds (an implicit inverse), before any object exists.
+    func appendProperty(_ property: PropertyDescription) {
+        properties.append(property)
+        propertyIndexByName[property.name] = properties.count - 1
+        defaultValues.append(.null)
+        placeholderValues.append(.null)
+        relationshipIndices.append(properties.count - 1)
+    }
+
     /// The relationship of this entity that is the inverse of `source`'s relationship `name`:
     /// the one naming it as inverse, or else the only one pointing at `source` without an inverse.
     func inverseName(pointingAt source: EntityDescription, from name: String) -> String? {
-        var names: Set<String> = [source.name]
-        var ancestor = source.superentity
-        while let parent = ancestor, names.insert(parent.name).inserted { ancestor = parent.superentity }
+        let names = source.selfAndAncestorNames
         let candidates = relationships.filter { names.contains($0.destinationEntityName) }
         if let named = candidates.first(where: { $0.inverseName == name }) { return named.name }
         let unnamed = candidates.filter { $0.inverseName.isEmpty && ($0.name != name || source !== self) }

@@ -42,6 +42,7 @@ public final class ManagedObjectModel: Sendable, CustomStringConvertible {
             byName[own.name] = own
         }
         problems += EntityDescription.linkHierarchies(entities, byName: byName)
+        EntityDescription.addImplicitInverses(entities, byName: byName)
         for (index, entity) in entities.enumerated() {
             problems += entity.resolve(in: byName, index: index)
         }

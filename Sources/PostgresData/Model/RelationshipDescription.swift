@@ -1,6 +1,10 @@
 /// A relationship of an entity to another: to-one or to-many, with its inverse and delete rule.
 ///
-/// Core Data equivalent: `NSRelationshipDescription`. Every relationship needs an inverse.
+/// Core Data equivalent: `NSRelationshipDescription`. A relationship declared without an
+/// inverse (which Core Data allows, with a warning) gets an implicit one on its destination
+/// (``isImplicitInverse``): a to-one relationship stays a foreign key, whose rows are
+/// nullified (or, when required, protected) when their destination is deleted; a to-many
+/// relationship becomes a join table.
 /// A to-one relationship whose inverse is to-many is a foreign-key column of this entity's
 /// table (`list_id`); a to-many relationship whose inverse is to-many is a join table.
 public struct RelationshipDescription: Sendable, Hashable {
@@ -28,6 +32,10 @@ public struct RelationshipDescription: Sendable, Hashable {
     /// Core Data equivalent: `isOrdered` (an `NSOrderedSet`); in an `@Entity` class, a
     /// to-many relationship declared as an array (`var items: [Item]`).
     public var isOrdered: Bool
+    /// True for the inverse the model adds to a relationship declared without one: never
+    /// set by the app, it keeps the database consistent (a foreign key, or a join table) and
+    /// changes no object of its entity.
+    public internal(set) var isImplicitInverse = false
 
     /// Describes a relationship.
     public init(name: String, destination: String, inverse: String, toMany: Bool = false,
