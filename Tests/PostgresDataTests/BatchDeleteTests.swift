@@ -38,6 +38,32 @@ import Testing
         #expect(!stillThere)
     }
 
+    @Test func aFetchRequestsWindowChoosesTheRowsInItsOrder() async throws {
+        let container = try await makeContainer()
+        try await container.performBackgroundTask { context in
+            for name in ["a", "b", "c", "d", "e"] {
+                let item = Item(context: context)
+                item.name = name
+            }
+            try context.save()
+        }
+        // Core Data honours a batch delete's fetch limit, offset and sort: the two last by name go.
+        var fetch = FetchRequest<Item>(predicate: try FetchPredicate(format: "name != 'a'"),
+                                       sortDescriptors: [FetchSortDescriptor(key: "name", ascending: false)])
+        fetch.fetchLimit = 2
+        var delete = BatchDeleteRequest(fetchRequest: fetch)
+        delete.resultType = .objectIDs
+        #expect(try await container.newBackgroundContext().execute(delete).count == 2)
+        #expect(try await container.rawStrings("SELECT name FROM item ORDER BY name") == ["a", "b", "c"])
+        // With an offset, counting in one statement.
+        fetch.fetchLimit = 1
+        fetch.fetchOffset = 1
+        var counting = BatchDeleteRequest(fetchRequest: fetch)
+        counting.resultType = .count
+        #expect(try await container.newBackgroundContext().execute(counting).count == 1)
+        #expect(try await container.rawStrings("SELECT name FROM item ORDER BY name") == ["a", "c"])
+    }
+
     @Test func denyFailsTheWholeDeleteAndNothingGoes() async throws {
         let container = try await makeContainer()
         try await container.performBackgroundTask { context in

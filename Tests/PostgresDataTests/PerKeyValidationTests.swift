@@ -138,6 +138,39 @@ struct LettersOnly: Error, CustomStringConvertible {
 
 /// Core Data's smaller object APIs: key-based primitives and relationship introspection.
 @Suite struct PrimitiveKeyTests {
+    @Test func refreshAllObjectsReadsTheNewestValuesUnderUnsavedChanges() async throws {
+        let container = try await makeContainer()
+        let (first, second) = try await container.performBackgroundTask { context in
+            let items = ["one", "two"].map { name in
+                let item = Item(context: context)
+                item.name = name
+                item.weight = 1
+                return item
+            }
+            try context.save()
+            return (items[0].objectID, items[1].objectID)
+        }
+        let context = container.newBackgroundContext()
+        try await context.perform {
+            let one = try #require(try context.existingObject(with: first) as? Item)
+            let two = try #require(try context.existingObject(with: second) as? Item)
+            #expect(one.weight == 1)
+            two.name = "two (edited)"
+        }
+        try await container.rawExecute("UPDATE item SET weight = 7")
+        try await context.perform {
+            let one = try #require(context.registeredObject(for: first) as? Item)
+            let two = try #require(context.registeredObject(for: second) as? Item)
+            #expect(one.weight == 1)  // Still the values read before.
+            context.refreshAllObjects()
+            #expect(one.isFault && !two.isFault)
+            #expect(one.weight == 7)
+            #expect(two.weight == 7 && two.name == "two (edited)" && two.hasChanges)
+            try context.save()  // The newest version was read: no conflict.
+        }
+        #expect(try await container.rawStrings("SELECT name FROM item ORDER BY name") == ["one", "two (edited)"])
+    }
+
     @Test func changedValuesForCurrentEventAreTheOldValuesSinceTheLastEvent() async throws {
         let container = try await makeContainer()
         let context = container.newBackgroundContext()

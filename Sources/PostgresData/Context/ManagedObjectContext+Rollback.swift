@@ -72,6 +72,36 @@ extension ManagedObjectContext {
         }
     }
 
+    /// Refreshes every registered object: unchanged ones become faults (their next access
+    /// reads the newest committed values); changed ones take the newest committed values
+    /// under their unsaved changes, read in one query per entity. Fetched properties are
+    /// loaded again on their next read.
+    ///
+    /// Core Data equivalent: `refreshAllObjects()`.
+    public func refreshAllObjects() {
+        assertOnQueue()
+        fetchedPropertyValues = [:]
+        var changed: [ManagedObject] = []
+        for object in registered.objects where !object.isInsertedStorage && !object.isFaultStorage {
+            if object.hasChanges { changed.append(object) } else { turnIntoFault(object) }
+        }
+        let coordinator = persistentStoreCoordinator
+        for (entity, objects) in SavePlan.grouped(changed.filter { !$0.isDeletedStorage }, by: \.entity) {
+            let keys = objects.compactMap(\.objectID.primaryKey)
+            do {
+                let rows = try blockingStore { access in try await coordinator.fetchSnapshots(entity, keys: keys, access: access) }
+                let byKey = Dictionary(rows, uniquingKeysWith: { first, _ in first })
+                for object in objects {
+                    guard let key = object.objectID.primaryKey, let row = byKey[key] else { continue }
+                    rebase(object, onto: row, keepLocalChanges: true)
+                }
+            } catch {
+                // As for a fault: the error ends the enclosing block (or the next save).
+                faultErrors.append(error as? PostgresDataError ?? .invalidRequest("\(error)"))
+            }
+        }
+    }
+
     func turnIntoFault(_ object: ManagedObject) {
         object.willTurnIntoFault()
         defer { object.didTurnIntoFault() }

@@ -31,10 +31,24 @@ public struct BatchDeleteRequest: Sendable {
     /// whose reference was cleared are refreshed.
     public var contextsToMerge: [ManagedObjectContext] = []
 
-    /// Deletes what a fetch request matches (its entity and predicate).
+    /// The order in which ``fetchLimit`` and ``fetchOffset`` choose rows.
+    public var sortDescriptors: [FetchSortDescriptor] = []
+    /// At most this many rows are deleted, the first in ``sortDescriptors`` order (0: all).
+    public var fetchLimit = 0
+    /// This many matching rows, the first in ``sortDescriptors`` order, are kept.
+    public var fetchOffset = 0
+    /// Whether rows of the entity's sub-entities are deleted too (the default).
+    public var includesSubentities = true
+
+    /// Deletes what a fetch request matches: its entity, predicate, and — as Core Data
+    /// honours them — its sort descriptors, limit, offset and `includesSubentities`.
     public init<Result>(fetchRequest: FetchRequest<Result>) {
         self.entityName = fetchRequest.entityName
         self.predicate = fetchRequest.predicate
+        self.sortDescriptors = fetchRequest.sortDescriptors
+        self.fetchLimit = fetchRequest.fetchLimit
+        self.fetchOffset = fetchRequest.fetchOffset
+        self.includesSubentities = fetchRequest.includesSubentities
     }
 
     /// Deletes the rows of `objectIDs`, which must all belong to one entity.
@@ -54,6 +68,15 @@ public struct BatchDeleteRequest: Sendable {
                 throw PostgresDataError.invalidRequest("a batch delete cannot delete unsaved objects (temporary IDs): delete them in their context")
             }
             return ("t.\"id\" = ANY($1)", [], try PostgresBindings(keys))
+        }
+        if fetchLimit > 0 || fetchOffset > 0 || !includesSubentities {
+            // A window of the matching rows: chosen in order by a subquery.
+            var window = FetchRequest<ManagedObjectID>(entityName: entityName, predicate: predicate, sortDescriptors: sortDescriptors)
+            window.fetchLimit = max(0, fetchLimit)
+            window.fetchOffset = max(0, fetchOffset)
+            window.includesSubentities = includesSubentities
+            let (sql, bindings) = try window.sql(for: entity, columns: "t.\"id\"")
+            return ("t.\"id\" IN (\(sql))", [], bindings)
         }
         var compiler = PredicateSQL(entity: entity)
         let condition = try [predicate.map { try compiler.condition($0.node) }, entity.discriminatorCondition(alias: "t")].conjunction
