@@ -138,6 +138,36 @@ struct LettersOnly: Error, CustomStringConvertible {
 
 /// Core Data's smaller object APIs: key-based primitives and relationship introspection.
 @Suite struct PrimitiveKeyTests {
+    @Test func shouldRefreshRefetchedObjectsRefillsUnchangedObjectsWhoseRowsMoved() async throws {
+        let container = try await makeContainer()
+        try await container.performBackgroundTask { context in
+            for name in ["one", "two"] {
+                let item = Item(context: context)
+                item.name = name
+                item.weight = 1
+            }
+            try context.save()
+        }
+        let context = container.newBackgroundContext()
+        let sorted = FetchRequest<Item>(sortDescriptors: [FetchSortDescriptor(key: "name")])
+        try await context.perform {
+            let items = try context.fetch(sorted)
+            #expect(items[0].weight == 1)  // Holds its values now.
+            items[1].notes = "local"
+        }
+        try await container.rawExecute("UPDATE item SET weight = 9")
+        try await context.perform {
+            // By default, as in Core Data, objects holding values keep them.
+            #expect(try context.fetch(sorted).map(\.weight) == [1, 1])
+            var refreshing = sorted
+            refreshing.shouldRefreshRefetchedObjects = true
+            let items = try context.fetch(refreshing)
+            // The unchanged object takes the row; the changed one keeps its own state.
+            #expect(items.map(\.weight) == [9, 1])
+            #expect(items[1].notes == "local")
+        }
+    }
+
     @Test func refreshAllObjectsReadsTheNewestValuesUnderUnsavedChanges() async throws {
         let container = try await makeContainer()
         let (first, second) = try await container.performBackgroundTask { context in

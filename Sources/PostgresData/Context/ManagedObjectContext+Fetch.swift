@@ -147,7 +147,8 @@ extension ManagedObjectContext {
             var registered: [ManagedObject] = []
             func register(_ batch: SnapshotBatch) {
                 registered.append(contentsOf: self.register(batch.rows, entity: entity, asFaults: request.returnsObjectsAsFaults,
-                                                            sharesRows: request.returnsObjectsAsFaults))
+                                                            sharesRows: request.returnsObjectsAsFaults,
+                                                            refreshingChanged: request.shouldRefreshRefetchedObjects))
             }
             if query.rest != nil {
                 var rest = query.rest

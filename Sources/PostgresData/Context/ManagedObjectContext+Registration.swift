@@ -74,7 +74,7 @@ extension ManagedObjectContext {
     /// Rows `fromReplica` never enter the row cache (they may be older than its rows): their
     /// objects hold them.
     func register(_ rows: [(Int64, RowSnapshot)], entity: EntityDescription, asFaults requestedFaults: Bool = false,
-                  sharesRows: Bool = true, fromReplica: Bool? = nil) -> [ManagedObject] {
+                  sharesRows: Bool = true, fromReplica: Bool? = nil, refreshingChanged: Bool = false) -> [ManagedObject] {
         let fromReplica = fromReplica ?? readsFromReplica
         let asFaults = requestedFaults && !fromReplica
         let shares = (sharesRows || asFaults) && !fromReplica
@@ -116,6 +116,10 @@ extension ManagedObjectContext {
                     cached.append((id, snapshot))
                     object.holdsCacheReference = true
                 }
+            } else if refreshingChanged && !object.hasChanges && object.snapshot?.version != snapshot.version {
+                // shouldRefreshRefetchedObjects: the row moved since the object read it.
+                rebase(object, onto: snapshot, keepLocalChanges: false)
+                if object.holdsCacheReference { refreshed.append((id, snapshot)) }
             }
         }
         let coordinator = persistentStoreCoordinator

@@ -50,6 +50,12 @@ public struct FetchRequest<Result>: Sendable {
     /// to fetch many objects you will read anyway); other contexts read those rows from the
     /// database.
     public var returnsObjectsAsFaults = true
+    /// When true, registered objects without unsaved changes whose rows changed since they
+    /// were read (the fetch reads each row's version) take the fetched values; when false
+    /// (the default, as in Core Data), objects already holding values keep them.
+    ///
+    /// Core Data equivalent: `shouldRefreshRefetchedObjects`.
+    public var shouldRefreshRefetchedObjects = false
     /// When false, only IDs are read and objects are plain faults (one query when used).
     public var includesPropertyValues = true
     /// When true (the default), the context's unsaved inserts, updates and deletes are
