@@ -168,6 +168,29 @@ struct LettersOnly: Error, CustomStringConvertible {
         }
     }
 
+    @Test func deletesPropagateAsTheObjectGoesOrAtTheSave() async throws {
+        let container = try await makeContainer()
+        for deferred in [false, true] {
+            let context = container.newBackgroundContext()
+            context.propagatesDeletesAtEndOfEvent = !deferred
+            try await context.perform {
+                let list = TodoList(context: context)
+                list.title = deferred ? "later" : "now"
+                let item = Item(context: context)
+                item.name = "x"
+                item.list = list
+                try context.save()
+                context.delete(list)
+                // The cascade applies at once by default, at the save when deferred.
+                #expect(item.isDeleted == !deferred)
+                try context.save()
+                #expect(item.isDeleted || item.managedObjectContext == nil)
+            }
+        }
+        #expect(try await container.rawIntegers("SELECT count(*) FROM item") == [0])
+        #expect(try await container.rawIntegers("SELECT count(*) FROM todo_list") == [0])
+    }
+
     @Test func refreshAllObjectsReadsTheNewestValuesUnderUnsavedChanges() async throws {
         let container = try await makeContainer()
         let (first, second) = try await container.performBackgroundTask { context in

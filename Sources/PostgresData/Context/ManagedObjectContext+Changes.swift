@@ -59,7 +59,17 @@ extension ManagedObjectContext {
         }
         deletedSet[key] = object
         pendingChanges.deleted.insert(object.objectID)
-        applyDeleteRules(of: object)
+        if propagatesDeletesAtEndOfEvent { applyDeleteRules(of: object) } else { deletesToPropagate.append(object) }
+    }
+
+    /// Applies the delete rules that waited for the save; a rule may delete more objects,
+    /// whose rules apply in turn.
+    func propagateDeferredDeletes() {
+        while !deletesToPropagate.isEmpty {
+            let objects = deletesToPropagate
+            deletesToPropagate = []
+            for object in objects where object.isDeletedStorage { applyDeleteRules(of: object) }
+        }
     }
 
     /// Called by objects whose values changed.

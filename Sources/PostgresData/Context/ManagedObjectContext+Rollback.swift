@@ -42,6 +42,7 @@ extension ManagedObjectContext {
 
     /// Empties the unsaved changes, the recorded errors and the pending notifications.
     private func forgetChanges() {
+        deletesToPropagate = []
         insertedSet = [:]
         updatedSet = [:]
         deletedSet = [:]

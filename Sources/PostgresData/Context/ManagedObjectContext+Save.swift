@@ -27,6 +27,7 @@ extension ManagedObjectContext {
     /// Core Data equivalent: `save()`.
     public func save() async throws {
         assertOnQueue()
+        propagateDeferredDeletes()
         processPendingChanges()
         try throwRecordedErrors()
         guard hasChanges else { return }

@@ -55,6 +55,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
         var name: String?
         var mergePolicy: MergePolicy = .error
         var shouldDeleteInaccessibleFaults = true
+        var propagatesDeletesAtEndOfEvent = true
         var automaticallyMergesChangesFromParent = false
         var transactionAuthor: String?
         var replicaConsistency = ReplicaConsistency.ownWrites
@@ -97,6 +98,8 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     /// object's values at the end of the last event that changed it (nil: not tracked, which
     /// costs nothing per change).
     var eventBaselines: [ManagedObjectID: PropertyValues]?
+    /// Deleted objects whose delete rules wait for the save (``propagatesDeletesAtEndOfEvent`` false).
+    var deletesToPropagate: [ManagedObject] = []
     /// Loaded fetched properties: owner → property name → the objects' IDs, in order.
     var fetchedPropertyValues: [ManagedObjectID: [String: [ManagedObjectID]]] = [:]
 
@@ -143,6 +146,16 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     public var shouldDeleteInaccessibleFaults: Bool {
         get { settings.withLock { $0.shouldDeleteInaccessibleFaults } }
         set { settings.withLock { $0.shouldDeleteInaccessibleFaults = newValue } }
+    }
+
+    /// When true (the default), a deletion's delete rules (cascade, nullify, deny) apply by
+    /// the end of the event — here, as the object is deleted; when false, they apply when the
+    /// context saves, so that objects can be deleted and re-related freely until then.
+    ///
+    /// Core Data equivalent: `propagatesDeletesAtEndOfEvent`.
+    public var propagatesDeletesAtEndOfEvent: Bool {
+        get { settings.withLock { $0.propagatesDeletesAtEndOfEvent } }
+        set { settings.withLock { $0.propagatesDeletesAtEndOfEvent = newValue } }
     }
 
     /// When true, saves of sibling contexts (or of the parent, for a child) are merged into
