@@ -105,13 +105,16 @@ import Testing
         case 6:
             let key = ["count", "score"].randomElement(using: &random)!
             let op = ["==", "!=", "<", "<=", ">", ">="].randomElement(using: &random)!
-            let value: Any? = key == "count" ? integers.randomElement(using: &random)! : doubles.randomElement(using: &random)!
-            return ("\(key) \(op) %@", [value])
+            // An integer attribute against a fractional constant, on either side, compares as numbers.
+            let value: Any? = key == "count" && random.next() % 2 == 0 ? integers.randomElement(using: &random)! : doubles.randomElement(using: &random)!
+            return random.next() % 3 == 0 ? ("%@ \(op) \(key)", [value]) : ("\(key) \(op) %@", [value])
         case 7:
             let forms = ["count BETWEEN {0, 42}", "score BETWEEN {-1, 1}", "count IN {1, 7, nil}", "count + 1 > 7",
                          "count * 2 == count + count", "score * 2 >= count", "-count < 0", "count == score",
                          "flag == YES", "flag == NO", "flag == nil", "flag != YES", "group == nil", "group != nil",
-                         "group.name ==[c] 'G1'", "count != nil AND score == nil", "count / 7 == 1"]
+                         "group.name ==[c] 'G1'", "count != nil AND score == nil", "count / 7 == 1",
+                         "count < 2.5", "7.5 > count", "label IN 'abc café'", "title IN[cd] 'ABC CAFE'", "label IN ''",
+                         "7 IN[c] {20, 7, 18}", "count IN[c] {20, 7, 18}"]
             return (forms.randomElement(using: &random)!, [])
         case 8:
             return (["TRUEPREDICATE", "FALSEPREDICATE"].randomElement(using: &random)!, [])

@@ -128,7 +128,7 @@ struct PredicateEvaluator {
         case .constant(let constant):
             if constant.isNull { return Operand(value: .null, type: expected) }
             if case .object = constant { return Operand(value: constant, type: expected) }
-            let type = expected ?? PredicateSQL.naturalType(of: constant)
+            let type = PredicateSQL.comparisonType(of: constant, expected: expected)
             return Operand(value: try PredicateSQL.convert(constant, to: type, key: key), type: type)
         case .count(let path):
             guard case .many(let objects, let rest, _) = try resolve(path, from: object), rest.isEmpty else {
@@ -315,7 +315,8 @@ struct PredicateEvaluator {
         case .in:
             guard case .list(let elements) = comparison.right else {
                 let right = try operand(comparison.right, on: object, expected: .string, key: left.key)
-                return try stringMatch(left, right, .contains, comparison)
+                // `name IN 'some text'`: the name is a substring of the text, as Core Data reads it.
+                return try stringMatch(right, left, .contains, comparison)
             }
             let type = left.type ?? .string
             let subject = fold(left.value, comparison)

@@ -41,13 +41,10 @@ struct PredicateParser {
         return node
     }
 
-    /// Everything was read, and every argument used.
+    /// Everything was read.
     private func expectEnd(_ expectation: String) throws(PredicateSyntaxError) {
         guard case .end = current.kind else { throw error("\(expectation), found \(describe(current))") }
-        if argumentIndex < arguments.count {
-            throw PredicateSyntaxError(message: "\(arguments.count) arguments given but the format uses \(argumentIndex)",
-                                       column: current.column, format: format)
-        }
+        // Arguments beyond those the format uses are ignored, as NSPredicate ignores them.
     }
 
     /// Parses a value expression alone (`weight + 1`, `now()`, `name + ' (old)'`), as batch

@@ -183,7 +183,9 @@ struct PredicateSQL {
                 throw PostgresDataError.invalidRequest("\(key) goes through a to-many relationship: compare it with ANY, ALL or NONE, or use @count")
             }
         case .constant(let constant):
-            return Operand(sql: try bind(constant, as: expected, key: key), type: expected)
+            // A constant without an expectation (on the left) has its own type: `7 IN {…}`.
+            let type = constant.isNull ? expected : Self.comparisonType(of: constant, expected: expected)
+            return Operand(sql: try bind(constant, as: type, key: key), type: type)
         case .count(let path):
             guard case .toMany(let owner, let ownerAlias, let index, let rest, _) = try resolve(path, entity: entity, alias: alias),
                   rest.isEmpty else {
@@ -250,7 +252,7 @@ struct PredicateSQL {
     /// Appends a bind parameter for a constant, converted to the type it is compared with.
     private mutating func bind(_ value: AttributeValue, as type: AttributeType?, key: String?) throws -> String {
         guard !value.isNull else { return "NULL" }
-        let type = type ?? Self.naturalType(of: value)
+        let type = Self.comparisonType(of: value, expected: type)
         let converted = try Self.convert(value, to: type, key: key)
         if inlinesConstants {
             guard let literal = SchemaPlan.literal(converted) else {
@@ -260,6 +262,15 @@ struct PredicateSQL {
         }
         try bindings.append(type: type.postgresType) { buffer in try ValueCoding.encode(converted, as: type, into: &buffer) }
         return "$\(bindings.count)::\(type.sqlType)"
+    }
+
+    /// The type a constant is compared as: the other side's, except that a fractional number
+    /// stays fractional against an integer (`weight < 2.5`, on either side, as in Core Data).
+    static func comparisonType(of value: AttributeValue, expected: AttributeType?) -> AttributeType {
+        let natural = naturalType(of: value)
+        guard let expected else { return natural }
+        if expected.isInteger && (natural == .double || natural == .float || natural == .decimal) { return natural }
+        return expected
     }
 
     static func naturalType(of value: AttributeValue) -> AttributeType {
@@ -347,8 +358,8 @@ struct PredicateSQL {
         case .in:
             guard case .list(let elements) = comparison.right else {
                 let right = try operand(comparison.right, entity: entity, alias: alias, expected: .string, key: left.key)
-                // `name IN 'some text'`: substring, as Core Data reads it.
-                return try stringMatch(left, right, .contains, comparison)
+                // `name IN 'some text'`: the name is a substring of the text, as Core Data reads it.
+                return try stringMatch(right, left, .contains, comparison)
             }
             if elements.isEmpty { return "FALSE" }
             let type = left.type ?? .string
