@@ -29,6 +29,16 @@ import Testing
         #expect(boundValues(bindings) == ["int8[] {3,4}", "int8 5"])
     }
 
+    @Test func likeTakesBackslashEscapesAsCoreDataDoes() {
+        func like(_ subject: String, _ pattern: String) -> Bool {
+            PredicateEvaluator.like(Array(subject.unicodeScalars)[...], Array(pattern.unicodeScalars)[...])
+        }
+        #expect(like("a*b", #"a\*b"#) && !like("axb", #"a\*b"#))
+        #expect(like("x?y", #"x\?y"#) && !like("xzy", #"x\?y"#))
+        #expect(like(#"\tail"#, #"\\*"#) && !like("tail", #"\\*"#))
+        #expect(like("anything", "*") && like("a", "?") && !like("ab", "?"))
+    }
+
     @Test func aCountHasNoOrderAndNoWindow() throws {
         var request = FetchRequest<Item>(predicate: try FetchPredicate(format: "list.title == %@", "Home"),
                                          sortDescriptors: [FetchSortDescriptor(key: "name")])

@@ -24,7 +24,8 @@ import Testing
         nil, "", " ", "a", "A", "abc", "ABC", "Ábc", "ábc", "café", "CAFÉ", "cafe", "Cafe", "naïve", "NAIVE",
         "ß", "Ünïcode", "unicode", "x%y", "x_y", "a*b", "Zoë", "zoe", "ñandú", "Ñ", "e\u{301}", "Œuvre", "ø",
     ]
-    static let patterns = ["", "*", "a*", "*É", "caf?", "?", "*a*b*", "x%*", "x_y", "C*", "*e", "ñ*"]
+    static let patterns = ["", "*", "a*", "*É", "caf?", "?", "*a*b*", "x%*", "x_y", "C*", "*e", "ñ*",
+                           "a\\*b", "*\\**", "x\\?y", "\\\\*"]
     static let expressions = ["", ".*", "a.*", "[a-c]+", ".*é.*", "CAF.", "[[:alpha:]]+", "x.y", "(a|b)c?"]
     static let integers: [Int?] = [nil, -5, 0, 1, 7, 42, 100]
     static let doubles: [Double?] = [nil, -1.5, 0, 0.5, 3.25, 100]

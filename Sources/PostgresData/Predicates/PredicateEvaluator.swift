@@ -395,15 +395,20 @@ struct PredicateEvaluator {
         }
     }
 
-    /// Core Data's LIKE: `*` matches any run of code points, `?` exactly one.
+    /// Core Data's LIKE: `*` matches any run of code points, `?` exactly one, and a
+    /// backslash makes the next code point literal (`a\*b` matches "a*b").
     static func like(_ subject: ArraySlice<Unicode.Scalar>, _ pattern: ArraySlice<Unicode.Scalar>) -> Bool {
         var s = subject.startIndex, p = pattern.startIndex
         var star: (pattern: Int, subject: Int)?
         while s < subject.endIndex {
+            let escaped = p + 1 < pattern.endIndex && pattern[p] == "\\"
             if p < pattern.endIndex, pattern[p] == "*" {
                 star = (p, s)
                 p += 1
-            } else if p < pattern.endIndex, pattern[p] == "?" || pattern[p] == subject[s] {
+            } else if escaped, pattern[p + 1] == subject[s] {
+                p += 2
+                s += 1
+            } else if !escaped, p < pattern.endIndex, pattern[p] == "?" || pattern[p] == subject[s] {
                 p += 1
                 s += 1
             } else if let last = star {

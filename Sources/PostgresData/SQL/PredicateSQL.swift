@@ -445,8 +445,13 @@ struct PredicateSQL {
         case .beginsWith: return "\(subject) LIKE (\(escaped) || '%')"
         case .endsWith: return "\(subject) LIKE ('%' || \(escaped))"
         case .like:
-            // Core Data's LIKE: `*` any characters, `?` one character.
-            return "\(subject) LIKE replace(replace(\(escaped), '*', '%'), '?', '_')"
+            // Core Data's LIKE: `*` any characters, `?` one character, `\` before a character
+            // makes it literal. Escaped pairs are set aside as private-use characters first,
+            // then LIKE's own wildcards escaped, `*`/`?` translated, and the pairs put back.
+            let pattern = fold(right.sql, comparison)
+            let setAside = "replace(replace(replace(\(pattern), '\\\\', chr(57346)), '\\*', chr(57344)), '\\?', chr(57345))"
+            let translated = "replace(replace(replace(replace(replace(\(setAside), '\\', '\\\\'), '%', '\\%'), '_', '\\_'), '*', '%'), '?', '_')"
+            return "\(subject) LIKE replace(replace(replace(\(translated), chr(57344), '*'), chr(57345), '?'), chr(57346), '\\\\')"
         default:
             throw PostgresDataError.invalidRequest("\(op.rawValue) is not a string comparison")
         }
