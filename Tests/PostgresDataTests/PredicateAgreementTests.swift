@@ -115,7 +115,8 @@ import Testing
                          "flag == YES", "flag == NO", "flag == nil", "flag != YES", "group == nil", "group != nil",
                          "group.name ==[c] 'G1'", "count != nil AND score == nil", "count / 7 == 1",
                          "count < 2.5", "7.5 > count", "label IN 'abc café'", "title IN[cd] 'ABC CAFE'", "label IN ''",
-                         "7 IN[c] {20, 7, 18}", "count IN[c] {20, 7, 18}"]
+                         "7 IN[c] {20, 7, 18}", "count IN[c] {20, 7, 18}", "count ** 2 > 40", "2 ** count < 100",
+                         "score ** 2 >= 1 AND count * 2 ** 2 > 3"]
             return (forms.randomElement(using: &random)!, [])
         case 8:
             return (["TRUEPREDICATE", "FALSEPREDICATE"].randomElement(using: &random)!, [])

@@ -64,6 +64,12 @@ import Testing
         ]))
     }
 
+    @Test func powerBindsTighterThanMultiplicationAndToTheRight() throws {
+        guard case .comparison(let comparison) = try parse("a * b ** c ** 2 > 1") else { Issue.record("not a comparison"); return }
+        #expect(comparison.left == .arithmetic(.multiply, .keyPath(["a"]),
+                                               .arithmetic(.power, .keyPath(["b"]), .arithmetic(.power, .keyPath(["c"]), .constant(.integer(2))))))
+    }
+
     @Test func keyPathsAggregatesQuantifiersAndSubqueries() throws {
         #expect(try parse("list.title == 'x'") == comparison("list.title", .equal, .string("x")))
         guard case .comparison(let any) = try parse("ANY tags.label == 'fast'") else { Issue.record("not a comparison"); return }

@@ -209,6 +209,12 @@ struct PredicateEvaluator {
             guard op == .add else { throw PostgresDataError.invalidRequest("strings can only be joined with +, not combined with \(op.rawValue)") }
             return .string(x + y)
         }
+        if op == .power {
+            guard let x = a.numericValue, let y = b.numericValue else {
+                throw PostgresDataError.invalidRequest("cannot compute \(a.typeName) ** \(b.typeName): arithmetic needs numbers")
+            }
+            return .double(Foundation.pow(x, y))
+        }
         if case .integer(let x) = a, case .integer(let y) = b {
             let (result, overflow): (Int64, Bool)
             switch op {
@@ -218,6 +224,7 @@ struct PredicateEvaluator {
             case .divide:
                 guard y != 0 else { throw PostgresDataError.invalidRequest("division by zero in a predicate") }
                 (result, overflow) = x.dividedReportingOverflow(by: y)
+            case .power: (result, overflow) = (0, true)  // Handled above.
             }
             guard !overflow else { throw PostgresDataError.invalidRequest("integer out of range in a predicate (\(x) \(op.rawValue) \(y))") }
             return .integer(result)
@@ -230,6 +237,7 @@ struct PredicateEvaluator {
             case .divide:
                 guard !y.isZero else { throw PostgresDataError.invalidRequest("division by zero in a predicate") }
                 return .decimal(x / y)
+            case .power: return .double(Foundation.pow(a.numericValue ?? 0, b.numericValue ?? 0))
             }
         }
         guard let x = a.numericValue, let y = b.numericValue else {
@@ -242,6 +250,7 @@ struct PredicateEvaluator {
         case .divide:
             guard y != 0 else { throw PostgresDataError.invalidRequest("division by zero in a predicate") }
             return .double(x / y)
+        case .power: return .double(Foundation.pow(x, y))
         }
     }
 

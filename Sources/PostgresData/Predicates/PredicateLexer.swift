@@ -118,7 +118,7 @@ struct PredicateLexer {
                 tokens.append(Token(kind: .argument(specifier), column: start + 1))
             default:
                 let two = index + 1 < characters.count ? String(characters[index...index + 1]) : ""
-                if ["==", "!=", "<>", "<=", ">=", "=<", "=>", "&&", "||"].contains(two) {
+                if ["==", "!=", "<>", "<=", ">=", "=<", "=>", "&&", "||", "**"].contains(two) {
                     let normalised = ["<>": "!=", "=<": "<=", "=>": ">="][two] ?? two
                     tokens.append(Token(kind: .symbol(normalised), column: start + 1))
                     index += 2

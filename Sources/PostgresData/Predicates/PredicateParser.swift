@@ -10,7 +10,7 @@ import Foundation
 /// not         := ("NOT" | "!") not | "(" predicate ")" | "TRUEPREDICATE" | "FALSEPREDICATE" | comparison
 /// comparison  := ["ANY" | "SOME" | "ALL" | "NONE"] value operator ["[c]" | "[d]" | "[cd]"] value
 /// operator    := == = != <> < <= =< > >= => IN CONTAINS BEGINSWITH ENDSWITH LIKE MATCHES BETWEEN
-/// value       := term (("+" | "-") term)*;   term := factor (("*" | "/") factor)*
+/// value       := term (("+" | "-") term)*;   term := power (("*" | "/") power)*;   power := factor ("**" power)?
 /// factor      := "-" factor | number | string | NIL | NULL | YES | NO | TRUE | FALSE | %@ | %K | %d | %f
 ///              | $VARIABLE["." keypath] | keypath | "{" value ("," value)* "}" | "(" value ")"
 ///              | SUBQUERY "(" keypath "," $var "," predicate ")" | NOW "(" ")"
@@ -171,7 +171,7 @@ struct PredicateParser {
     }
 
     private var startsOperator: Bool {
-        if case .symbol(let symbol) = current.kind { return ["==", "!=", "<", "<=", ">", ">=", "+", "-", "*", "/"].contains(symbol) }
+        if case .symbol(let symbol) = current.kind { return ["==", "!=", "<", "<=", ">", ">=", "+", "-", "*", "/", "**"].contains(symbol) }
         return ["IN", "CONTAINS", "BEGINSWITH", "ENDSWITH", "LIKE", "MATCHES", "BETWEEN"].contains { isKeyword($0) }
     }
 
@@ -234,12 +234,22 @@ struct PredicateParser {
     }
 
     private mutating func parseTerm() throws(PredicateSyntaxError) -> PredicateValue {
-        var value = try parseFactor()
+        var value = try parsePower()
         while true {
-            if accept(symbol: "*") { value = .arithmetic(.multiply, value, try parseFactor()) }
-            else if accept(symbol: "/") { value = .arithmetic(.divide, value, try parseFactor()) }
+            if accept(symbol: "*") { value = .arithmetic(.multiply, value, try parsePower()) }
+            else if accept(symbol: "/") { value = .arithmetic(.divide, value, try parsePower()) }
             else { return value }
         }
+    }
+
+    /// `a ** b ** c` is `a ** (b ** c)`, binding tighter than `*` and `/`.
+    private mutating func parsePower() throws(PredicateSyntaxError) -> PredicateValue {
+        let base = try parseFactor()
+        guard accept(symbol: "**") else { return base }
+        try enterNesting("'**'")
+        let exponent = try parsePower()
+        depth -= 1
+        return .arithmetic(.power, base, exponent)
     }
 
     private mutating func parseFactor() throws(PredicateSyntaxError) -> PredicateValue {

@@ -96,9 +96,9 @@ public indirect enum PredicateValue: Sendable, Hashable {
         case sum, avg, min, max
     }
 
-    /// Arithmetic operators.
+    /// Arithmetic operators (`**` raises to a power, as `NSExpression`'s `raise:toPower:`).
     public enum Arithmetic: String, Sendable, Hashable {
-        case add = "+", subtract = "-", multiply = "*", divide = "/"
+        case add = "+", subtract = "-", multiply = "*", divide = "/", power = "**"
     }
 }
 

@@ -227,6 +227,9 @@ struct PredicateSQL {
                 }
                 return Operand(sql: "(\(lhs.sql) || \(rhs.sql))", type: .string)
             }
+            if op == .power {
+                return Operand(sql: "power((\(lhs.sql))::double precision, (\(rhs.sql))::double precision)", type: .double)
+            }
             return Operand(sql: "(\(lhs.sql) \(op.rawValue) \(rhs.sql))", type: lhs.type ?? rhs.type)
         case .now:
             return Operand(sql: "now()", type: .date)
