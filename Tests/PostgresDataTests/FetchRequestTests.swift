@@ -217,6 +217,16 @@ import Testing
                 ["done": .boolean(false), "items": .integer(3), "total": .integer(60), "mean": .double(20), "last": .string("e")],
                 ["done": .boolean(true), "items": .integer(2), "total": .integer(3), "mean": .double(1.5), "last": .string("b")],
             ])
+            // havingPredicate: groups chosen by an aggregate's name, or by a grouped key path.
+            var having = request
+            having.havingPredicate = try FetchPredicate(format: "total > %d AND items >= 2", 10)
+            #expect(try context.fetch(having).map { $0["done"] } == [.boolean(false)])
+            having.havingPredicate = try FetchPredicate(format: "done == YES")
+            #expect(try context.fetch(having).map { $0["total"] } == [.integer(3)])
+            var ungroupedHaving = FetchRequest<FetchedDictionary>(entityName: "Item")
+            ungroupedHaving.propertiesToFetch = ["name"]
+            ungroupedHaving.havingPredicate = try FetchPredicate(format: "name == 'a'")
+            #expect(throws: PostgresDataError.self) { try context.fetch(ungroupedHaving) }
             var byTotal = request
             byTotal.sortDescriptors = [FetchSortDescriptor(key: "total", ascending: false)]
             byTotal.fetchLimit = 1

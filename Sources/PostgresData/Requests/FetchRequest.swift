@@ -35,6 +35,11 @@ public struct FetchRequest<Result>: Sendable {
     /// For dictionary results: the key paths rows are grouped by (`GROUP BY`); every key
     /// path of ``propertiesToFetch`` must be one of them.
     public var propertiesToGroupBy: [String] = []
+    /// For grouped dictionary results: which groups are returned (`HAVING`). Its key paths
+    /// name expressions of ``propertiesToFetch`` (`total > 10`) or grouped key paths.
+    ///
+    /// Core Data equivalent: `havingPredicate`.
+    public var havingPredicate: FetchPredicate?
     /// For dictionary results: drop duplicate dictionaries (`SELECT DISTINCT`).
     public var returnsDistinctResults = false
     /// Relationships (key paths through relationships: `list`, `tags`, `list.owner`) whose

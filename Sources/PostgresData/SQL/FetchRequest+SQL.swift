@@ -72,6 +72,7 @@ extension FetchRequest {
                 columns.append(DictionaryDecoder.Column(name: key, type: type, destination: try Self.relationshipDestination(of: key, in: entity)))
             case .expression(let description):
                 let (sql, type) = try aggregate(description, compiler: &compiler)
+                compiler.namedExpressions[description.name] = (sql, type)
                 selected.append("\(sql) AS \(quoteIdentifier(description.name))")
                 columns.append(DictionaryDecoder.Column(name: description.name, type: type, destination: nil))
             }
@@ -84,6 +85,14 @@ extension FetchRequest {
             for key in keyPaths.keys.sorted() where !propertiesToGroupBy.contains(key) {
                 throw PostgresDataError.invalidRequest("\(key) is fetched but not grouped by: add it to propertiesToGroupBy or fetch an aggregate of it")
             }
+        }
+        // Compiled before the FROM clause is written: its key paths may join.
+        var having: String?
+        if let havingPredicate {
+            guard !grouped.isEmpty || !compiler.namedExpressions.isEmpty else {
+                throw PostgresDataError.invalidRequest("a havingPredicate filters groups: set propertiesToGroupBy or fetch an aggregate expression")
+            }
+            having = try compiler.condition(havingPredicate.node)
         }
         var order: [String] = []
         for descriptor in sortDescriptors {
@@ -101,6 +110,7 @@ extension FetchRequest {
         for join in compiler.joins { sql += " " + join }
         if let condition { sql += " WHERE \(condition)" }
         if !grouped.isEmpty { sql += " GROUP BY " + grouped.joined(separator: ", ") }
+        if let having { sql += " HAVING \(having)" }
         if !order.isEmpty { sql += " ORDER BY " + order.joined(separator: ", ") }
         var bindings = compiler.bindings
         try appendLimits(to: &sql, &bindings)

@@ -20,12 +20,19 @@ struct PredicateSQL {
     private(set) var joins: [String] = []
     private var joinAliases: [String: String] = [:]
     private(set) var subqueryCount = 0
+    /// Names that stand for SQL expressions (a `HAVING` predicate's aggregates), by name.
+    var namedExpressions: [String: (sql: String, type: AttributeType)] = [:]
     /// SUBQUERY variables in scope: name → (entity, alias).
     private var scopes: [String: (EntityDescription, String)] = [:]
 
     init(entity: EntityDescription, bindings: PostgresBindings = PostgresBindings()) {
         self.entity = entity
         self.bindings = bindings
+    }
+
+    /// True when `path` is the name of one of ``namedExpressions``.
+    private func isNamedExpression(_ path: [String]) -> Bool {
+        path.count == 1 && namedExpressions[path[0]] != nil
     }
 
     /// Makes `$name` stand for the row of `entity` under `alias` (a fetched property's
@@ -175,6 +182,10 @@ struct PredicateSQL {
     private mutating func operand(_ value: PredicateValue, entity: EntityDescription, alias: String,
                                   expected: AttributeType?, key: String?) throws -> Operand {
         switch value {
+        case .keyPath(let path) where isNamedExpression(path):
+            // A HAVING predicate's name of a fetched expression.
+            let (sql, type) = namedExpressions[path[0]]!
+            return Operand(sql: sql, type: type, key: path[0])
         case .keyPath(let path):
             switch try resolve(path, entity: entity, alias: alias) {
             case .column(let sql, let type, let key):
@@ -330,7 +341,7 @@ struct PredicateSQL {
 
     private mutating func comparison(_ comparison: PredicateComparison, entity: EntityDescription, alias: String) throws -> String {
         // A to-many key path on the left: quantified subquery.
-        if case .keyPath(let path) = comparison.left,
+        if case .keyPath(let path) = comparison.left, !isNamedExpression(path),
            case .toMany(let owner, let ownerAlias, let index, let rest, let key) = try resolve(path, entity: entity, alias: alias) {
             guard comparison.quantifier != .direct || comparison.op == .contains || comparison.op == .in else {
                 throw PostgresDataError.invalidRequest("\(key) goes through a to-many relationship: say ANY, ALL or NONE (ANY \(key) …)")
@@ -344,7 +355,7 @@ struct PredicateSQL {
             }
         }
         // `%@ IN tags`: membership in a to-many relationship.
-        if comparison.op == .in, case .keyPath(let path) = comparison.right,
+        if comparison.op == .in, case .keyPath(let path) = comparison.right, !isNamedExpression(path),
            case .toMany(let owner, let ownerAlias, let index, let rest, _) = try resolve(path, entity: entity, alias: alias) {
             let (from, destination, sub) = related(owner, alias: ownerAlias, index: index)
             return "EXISTS (SELECT 1 \(from) AND (\(try self.comparison(comparison.membership(rest: rest), entity: destination, alias: sub))))"
