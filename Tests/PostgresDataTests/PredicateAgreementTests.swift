@@ -116,7 +116,9 @@ import Testing
                          "group.name ==[c] 'G1'", "count != nil AND score == nil", "count / 7 == 1",
                          "count < 2.5", "7.5 > count", "label IN 'abc café'", "title IN[cd] 'ABC CAFE'", "label IN ''",
                          "7 IN[c] {20, 7, 18}", "count IN[c] {20, 7, 18}", "count ** 2 > 40", "2 ** count < 100",
-                         "score ** 2 >= 1 AND count * 2 ** 2 > 3"]
+                         "score ** 2 >= 1 AND count * 2 ** 2 > 3", "CAST(count, 'NSString') == '7'",
+                         "CAST(score, 'NSDate') > CAST(0, 'NSDate')", "CAST(CAST(score, 'NSDate'), 'NSNumber') == score",
+                         "CAST('1.5', 'NSNumber') < score", "CAST(score, 'NSString') == '100'"]
             return (forms.randomElement(using: &random)!, [])
         case 8:
             return (["TRUEPREDICATE", "FALSEPREDICATE"].randomElement(using: &random)!, [])

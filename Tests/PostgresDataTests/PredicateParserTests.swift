@@ -64,6 +64,13 @@ import Testing
         ]))
     }
 
+    @Test func castNamesACoreDataType() throws {
+        guard case .comparison(let comparison) = try parse("CAST(created, 'NSNumber') > 5") else { Issue.record("not a comparison"); return }
+        #expect(comparison.left == .cast(.keyPath(["created"]), .double))
+        #expect(throws: PredicateSyntaxError.self) { try parse("CAST(created, 'NSWidget') > 5") }
+        #expect(throws: PredicateSyntaxError.self) { try parse("CAST(created) > 5") }
+    }
+
     @Test func powerBindsTighterThanMultiplicationAndToTheRight() throws {
         guard case .comparison(let comparison) = try parse("a * b ** c ** 2 > 1") else { Issue.record("not a comparison"); return }
         #expect(comparison.left == .arithmetic(.multiply, .keyPath(["a"]),

@@ -69,6 +69,7 @@ extension PredicateNode {
             case .list(let elements): .list(elements.map(mapped))
             case .arithmetic(let op, let left, let right): .arithmetic(op, mapped(left), mapped(right))
             case .negated(let inner): .negated(mapped(inner))
+            case .cast(let inner, let type): .cast(mapped(inner), type)
             default: value
             }
         }
@@ -107,6 +108,7 @@ extension PredicateValue {
         case .list(let elements): .list(elements.map { $0.substituting(value) })
         case .arithmetic(let op, let left, let right): .arithmetic(op, left.substituting(value), right.substituting(value))
         case .negated(let inner): .negated(inner.substituting(value))
+        case .cast(let inner, let type): .cast(inner.substituting(value), type)
         case .subquery(let collection, let variable, let predicate):
             // The subquery's own variable stays.
             .subquery(collection: collection, variable: variable,

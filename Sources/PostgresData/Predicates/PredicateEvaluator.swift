@@ -167,6 +167,9 @@ struct PredicateEvaluator {
             return Operand(value: try Self.arithmetic(op, lhs.value, rhs.value), type: lhs.type ?? rhs.type)
         case .now:
             return Operand(value: .date(Date()), type: .date)
+        case .cast(let inner, let type):
+            let value = try operand(inner, on: object, expected: nil, key: key)
+            return Operand(value: try Self.cast(value.value, to: type, key: value.key), type: type)
         case .negated(let inner):
             let value = try operand(inner, on: object, expected: expected, key: key)
             return Operand(value: try Self.arithmetic(.subtract, .integer(0), value.value), type: value.type)
@@ -175,6 +178,32 @@ struct PredicateEvaluator {
         case .variable(let name):
             throw PostgresDataError.invalidRequest("the variable $\(name) has no value; bind it with substituting([\"\(name)\": …])")
         }
+    }
+
+    /// `CAST(value, type)` as the SQL compiler reads it: numbers and dates through seconds
+    /// since 2001-01-01 (Core Data's reference date), strings and numbers both ways.
+    static func cast(_ value: AttributeValue, to type: AttributeType, key: String?) throws -> AttributeValue {
+        if value.isNull { return .null }
+        switch (value, type) {
+        case (.date(let date), .double): return .double(date.timeIntervalSinceReferenceDate)
+        case (.date(let date), .decimal): return .decimal(Decimal(date.timeIntervalSinceReferenceDate))
+        case (_, .date): if let seconds = value.numericValue { return .date(Date(timeIntervalSinceReferenceDate: seconds)) }
+        case (.string(let text), .double): if let number = Double(text.trimmingCharacters(in: .whitespaces)) { return .double(number) }
+        case (.string(let text), .decimal): if let number = Decimal(string: text.trimmingCharacters(in: .whitespaces)) { return .decimal(number) }
+        case (.string, .string): return value
+        case (_, .string):
+            if let decimal = value.decimalValue, value.isDecimal { return .string("\(decimal)") }
+            if case .integer(let integer) = value { return .string(String(integer)) }
+            if case .boolean(let flag) = value { return .string(flag ? "true" : "false") }
+            // As PostgreSQL writes a double: no ".0" on a whole number.
+            if let number = value.numericValue {
+                return .string(number == number.rounded() && abs(number) < 1e15 ? String(Int64(number)) : String(number))
+            }
+        case (_, .double): if let number = value.numericValue { return .double(number) }
+        case (_, .decimal): if let decimal = value.decimalValue { return .decimal(decimal) }
+        default: break
+        }
+        throw PostgresDataError.invalidRequest("CAST of \(key ?? "a value") (\(value.typeName)) to \(type) has no meaning")
     }
 
     private static func aggregate(_ function: PredicateValue.Aggregate, of values: [AttributeValue],

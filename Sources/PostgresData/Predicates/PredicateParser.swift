@@ -313,6 +313,21 @@ struct PredicateParser {
             case "SUBQUERY":
                 position += 1
                 return try parseSubquery(at: token)
+            case "CAST" where position + 1 < tokens.count && tokens[position + 1].kind == .symbol("("):
+                position += 2
+                try enterNesting("CAST")
+                let value = try parseValue()
+                depth -= 1
+                try expect(symbol: ",", "after CAST's value")
+                guard case .constant(.string(let name)) = try parseFactor() else {
+                    throw error("CAST takes a type name in quotes: CAST(value, 'NSDate')", at: token)
+                }
+                try expect(symbol: ")", "to close CAST(")
+                let types: [String: AttributeType] = ["NSDate": .date, "NSNumber": .double, "NSString": .string, "NSDecimalNumber": .decimal]
+                guard let type = types[name] else {
+                    throw error("CAST to \(name) has no meaning here; cast to NSDate, NSNumber, NSString or NSDecimalNumber", at: token)
+                }
+                return .cast(value, type)
             default:
                 if name.lowercased() == "now", case .symbol("(") = tokens[min(position + 1, tokens.count - 1)].kind {
                     position += 2

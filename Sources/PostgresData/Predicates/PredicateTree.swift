@@ -90,6 +90,10 @@ public indirect enum PredicateValue: Sendable, Hashable {
     case subquery(collection: [String], variable: String, predicate: PredicateNode)
     /// `now()`: the current time; in SQL the start of the transaction (the server's clock).
     case now
+    /// `CAST(value, 'NSDate')` (and `'NSNumber'`, `'NSString'`, `'NSDecimalNumber'`): a value
+    /// read as another type, with Core Data's meaning — a number cast to a date counts
+    /// seconds from 2001-01-01, a date cast to a number gives them back.
+    case cast(PredicateValue, AttributeType)
 
     /// Key-path aggregates.
     public enum Aggregate: String, Sendable, Hashable {

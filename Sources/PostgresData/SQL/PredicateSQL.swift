@@ -244,6 +244,22 @@ struct PredicateSQL {
             return Operand(sql: "(\(lhs.sql) \(op.rawValue) \(rhs.sql))", type: lhs.type ?? rhs.type)
         case .now:
             return Operand(sql: "now()", type: .date)
+        case .cast(let inner, let type):
+            let value = try operand(inner, entity: entity, alias: alias, expected: nil, key: key)
+            switch (value.type, type) {
+            case (let from?, .date) where from.isNumeric:
+                return Operand(sql: "(timestamptz '2001-01-01 00:00:00+00' + (\(value.sql)) * interval '1 second')", type: .date)
+            case (.date?, .double), (.date?, .decimal):
+                return Operand(sql: "(extract(epoch from \(value.sql)) - 978307200)::\(type.sqlType)", type: type)
+            case (.string?, _) where type.isNumeric:
+                return Operand(sql: "(\(value.sql))::\(type.sqlType)", type: type)
+            case (let from?, .string) where from != .codable:
+                return Operand(sql: "(\(value.sql))::text", type: .string)
+            case (let from?, _) where from == type || (from.isNumeric && type.isNumeric):
+                return Operand(sql: "(\(value.sql))::\(type.sqlType)", type: type)
+            default:
+                throw PostgresDataError.invalidRequest("CAST of \(value.key ?? "a value") (\(value.type.map { "\($0)" } ?? "unknown type")) to \(type) has no meaning")
+            }
         case .negated(let inner):
             let value = try operand(inner, entity: entity, alias: alias, expected: expected, key: key)
             return Operand(sql: "(-\(value.sql))", type: value.type)
