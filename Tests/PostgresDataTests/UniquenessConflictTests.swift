@@ -91,7 +91,7 @@ let uniquenessModel = ManagedObjectModel(Member.self, Visit.self, Badge.self)
         #expect(plain.statements.first?.sql.hasPrefix(#"INSERT INTO "member" ("id", "email", "name", "visits") VALUES"#) == true)
     }
 
-    @Test func aStoreTrumpUpsertInsertsNothingOverARowAndFailsWhenARowIsInvisible() throws {
+    @Test func aStoreTrumpUpsertInsertsNothingOverARowAndChecksItSawEveryConflict() throws {
         let badge = try #require(uniquenessModel.entitiesByName["Badge"])
         let key = try #require(badge.uniqueKeys.first)
         #expect(key.name == "badge_kind_level_key")
@@ -274,6 +274,9 @@ let uniquenessModel = ManagedObjectModel(Member.self, Visit.self, Badge.self)
             member.name = "New Ada"
             try context.save()
             #expect(held.managedObjectContext == nil)
+            // The object let go is not saved anywhere: relating it changes nothing and stops nothing.
+            held.visitLog = [Visit(context: context)]
+            #expect(held.visitLog.isEmpty)
             #expect(context.registeredObject(for: existing) === member)
             let fetched = try context.fetch(FetchRequest<Member>(entityName: "Member"))
             #expect(fetched.count == 1 && fetched[0] === member)

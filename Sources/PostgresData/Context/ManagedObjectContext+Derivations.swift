@@ -3,6 +3,7 @@ extension ManagedObjectContext {
     /// updates of entities with derivations, and the owners of every aggregate whose rows
     /// it inserts, moves or deletes (old and new owners alike), by entity.
     func rowsWithMovedDerivations() -> [(EntityDescription, [Int64])] {
+        guard persistentStoreCoordinator.managedObjectModel.hasDerivations else { return [] }
         var keys: [EntityDescription: Set<Int64>] = [:]
         func key(_ id: ManagedObjectID) -> Int64? { id.primaryKey ?? allocatedID(for: id)?.primaryKey }
         for object in insertedSet.values where !object.entity.derivations.isEmpty {

@@ -9,6 +9,7 @@ extension ManagedObjectContext {
         var writes: [SavePlan.OrderWrite] = []
         var moved: [(EntityDescription, [Int64])] = []
         var positions: [ObjectIdentifier: [Int: [Double]]] = [:]
+        guard persistentStoreCoordinator.managedObjectModel.hasOrderedRelationships else { return (writes, moved, positions) }
         func key(_ id: ManagedObjectID) -> Int64? { id.primaryKey ?? allocatedID(for: id)?.primaryKey }
         let changed = Array(insertedSet.values) + Array(updatedSet.values)
         for entity in persistentStoreCoordinator.managedObjectModel.entities {

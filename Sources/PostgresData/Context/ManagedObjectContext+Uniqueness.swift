@@ -53,6 +53,7 @@ extension ManagedObjectContext {
 
     /// The inserted and updated objects of entities with unique keys, by entity.
     private func objectsWithUniqueKeys() -> [(EntityDescription, [ManagedObject])] {
+        guard persistentStoreCoordinator.managedObjectModel.hasUniqueKeys else { return [] }
         var objects: [ManagedObject] = []
         for object in insertedSet.values where !object.entity.uniqueKeys.isEmpty { objects.append(object) }
         for object in updatedSet.values where !object.entity.uniqueKeys.isEmpty { objects.append(object) }

@@ -59,11 +59,20 @@ public final class ManagedObjectModel: Sendable, CustomStringConvertible {
             byClass[ObjectIdentifier(entity.managedObjectClass)] = entity
         }
         self.number = number
+        self.hasOrderedRelationships = entities.contains { $0.relationships.contains { $0.isToMany && $0.isOrdered } }
+        self.hasDerivations = entities.contains { !$0.derivations.isEmpty }
+        self.hasUniqueKeys = entities.contains { !$0.uniqueKeys.isEmpty }
         self.entities = entities
         self.entitiesByName = byName
         self.entitiesByClass = byClass
         self.problems = problems
     }
+
+    /// Whether any entity has an ordered relationship, a derived attribute, a unique key:
+    /// a save of a model without them skips the work they need.
+    let hasOrderedRelationships: Bool
+    let hasDerivations: Bool
+    let hasUniqueKeys: Bool
 
     /// Identifies the model to the descriptions it owns.
     private let number: UInt64

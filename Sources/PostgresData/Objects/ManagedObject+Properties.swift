@@ -220,7 +220,7 @@ extension ManagedObject {
     /// `save()` throws the error naming both contexts; ``setValue(_:forKey:)`` throws at once.
     public final func _$setToOne<Destination: ManagedObject>(_ index: Int, _ object: Destination?) {
         guard let context = managedObjectContext else {
-            preconditionFailure("\(entity.name) \(objectID) has no context; insert it before relating it")
+            return noContextForRelationship(index)
         }
         context.recordingErrors { try context.setRelatedObjects(object.map { [$0] } ?? [], of: self, at: index) }
     }
@@ -234,7 +234,7 @@ extension ManagedObject {
     /// Writes a to-many relationship, maintaining the inverses.
     public final func _$setToMany<Destination: ManagedObject>(_ index: Int, _ objects: Set<Destination>) {
         guard let context = managedObjectContext else {
-            preconditionFailure("\(entity.name) \(objectID) has no context; insert it before relating it")
+            return noContextForRelationship(index)
         }
         context.recordingErrors { try context.setRelatedObjects(Array(objects), of: self, at: index) }
     }
@@ -248,8 +248,15 @@ extension ManagedObject {
     /// Writes an ordered to-many relationship: its members and their order.
     public final func _$setOrderedToMany<Destination: ManagedObject>(_ index: Int, _ objects: [Destination]) {
         guard let context = managedObjectContext else {
-            preconditionFailure("\(entity.name) \(objectID) has no context; insert it before relating it")
+            return noContextForRelationship(index)
         }
         context.recordingErrors { try context.setRelatedObjects(objects, of: self, at: index) }
+    }
+
+    /// A relationship set on an object without a context: one never inserted, or one its
+    /// context let go (deleted elsewhere, or replaced by the object a save resolved to its
+    /// row). Nothing changes and the error is logged: the object is no longer saved anywhere.
+    private func noContextForRelationship(_ index: Int) {
+        Logger(label: "PostgresData").error("\(entity.name).\(entity.properties[index].name) of \(objectID) was not set: the object is in no context (insert it first; an object its context let go is saved no more)")
     }
 }
