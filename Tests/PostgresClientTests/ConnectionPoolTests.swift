@@ -185,10 +185,13 @@ struct ConnectionPoolTests {
         let first = try await pool.lease()
         let pid = first.backendPID
         await pool.release(first)
-        _ = try await withConnection { admin async throws in
-            try await admin.query("SELECT pg_terminate_backend($1)", pid)
+        // With a timeout, pg_terminate_backend returns once the backend has exited (its
+        // FATAL message already on the socket): "killed while idle" holds however loaded
+        // the machine is, where a fixed sleep did not.
+        let terminated = try await withConnection { admin async throws in
+            try await admin.query("SELECT pg_terminate_backend($1, 30000)", pid)[0].decode(Bool.self, at: 0)
         }
-        try await Task.sleep(for: .milliseconds(100))
+        #expect(terminated)
         let value = try await pool.withConnection { connection async throws in
             #expect(connection.backendPID != pid)
             return try await connection.query("SELECT 9")[0].decode(Int32.self, at: 0)
