@@ -48,6 +48,10 @@ public enum PostgresDataError: Error, Sendable, CustomStringConvertible {
     /// The store is shutting down (its service received a graceful shutdown): units of work
     /// already under way finish, new ones are refused. Retry the request on another instance.
     case shuttingDown
+    /// The snapshot a context is pinned to (``ManagedObjectContext/setQueryGenerationFrom(_:)``)
+    /// can no longer be read: its connection was lost, or the store closed. Nothing changed;
+    /// pin the context again (`.current`) or unpin it (nil) to read.
+    case queryGenerationEnded(String)
 
     /// True when running the same work again may succeed (a lost connection, a serialization
     /// failure, a deadlock).
@@ -99,7 +103,7 @@ public enum PostgresDataError: Error, Sendable, CustomStringConvertible {
             return "no persistent store is loaded; call loadPersistentStores() first"
         case .invalidURI(let uri):
             return "\(uri) is not the URI of an object of this model (expected x-postgresdata://Entity/p<key>)"
-        case .invalidRequest(let reason), .readOnlyContext(let reason):
+        case .invalidRequest(let reason), .readOnlyContext(let reason), .queryGenerationEnded(let reason):
             return reason
         case .database(let error):
             return "\(error)"

@@ -24,6 +24,8 @@ struct CursorFetch<Result>: @unchecked Sendable {
     let idsOnly: Bool
     /// The rows come from the read replica (a read-only context, or a request allowing it).
     let fromReplica: Bool
+    /// The rows stay out of the row cache: from the replica, or from a pinned snapshot.
+    let outsideRowCache: Bool
     let sql: String
     let bindings: PostgresBindings
     // Context objects: read on the context's queue only.
@@ -42,6 +44,7 @@ struct CursorFetch<Result>: @unchecked Sendable {
         self.entity = entity
         self.request = request
         fromReplica = context.isReadOnly || request.allowsReadingFromReplica
+        outsideRowCache = fromReplica || context.queryGeneration != nil
         pending = request.includesPendingChanges ? try context.pendingObjects(of: entity, matching: request.predicate)
             : ManagedObjectContext.PendingObjects()
         let storeRequest = ManagedObjectContext.storeRequest(request, pending: pending)
@@ -55,7 +58,7 @@ struct CursorFetch<Result>: @unchecked Sendable {
         let entity = entity
         let idsOnly = idsOnly
         // Faults keep their rows, undecoded until they fire.
-        let reader = request.returnsObjectsAsFaults && !fromReplica && !idsOnly ? coordinator.beginReadingCachedRows() : nil
+        let reader = request.returnsObjectsAsFaults && !outsideRowCache && !idsOnly ? coordinator.beginReadingCachedRows() : nil
         return { result in
             if idsOnly { return .keys(try result.map { try $0.decode(Int64.self, at: 0) }) }
             let decoder = SnapshotDecoder(entity: entity, result: result)
@@ -74,7 +77,7 @@ struct CursorFetch<Result>: @unchecked Sendable {
         let wanted = min(estimate, 16 * (seen + count))
         guard context.registered.capacity < context.registered.count + wanted - seen else { return }
         context.registered.reserve(wanted - seen)
-        if case .rows = batch, request.returnsObjectsAsFaults, !fromReplica {
+        if case .rows = batch, request.returnsObjectsAsFaults, !outsideRowCache {
             // Faults whose rows could not stay encoded share them through the row cache.
             context.persistentStoreCoordinator.reserveCachedRows(wanted - seen, for: entity)
         }
@@ -87,7 +90,7 @@ struct CursorFetch<Result>: @unchecked Sendable {
             return keys.map { context.object(with: ManagedObjectID(entity: entity, primaryKey: $0)) }
         case .rows(let rows):
             return context.register(rows, entity: entity, asFaults: request.returnsObjectsAsFaults,
-                                    sharesRows: request.returnsObjectsAsFaults, fromReplica: fromReplica)
+                                    sharesRows: request.returnsObjectsAsFaults, fromReplica: outsideRowCache)
         case .encoded(let rows):
             return context.registerFaults(rows, entity: entity)
         }

@@ -133,6 +133,8 @@ extension ManagedObjectContext {
     /// nil when the row changed without its values being known, or was never fetched.
     func rowWithoutQuery(for fault: ManagedObject) -> RowSnapshot? {
         let coordinator = persistentStoreCoordinator
+        // A pinned context reads its snapshot's rows only.
+        if queryGeneration != nil { return fault.holdsCacheReference ? nil : fault.pendingRow }
         if !fault.holdsCacheReference, let pending = fault.pendingRow {
             switch coordinator.cachedRow(for: fault.objectID, pending: pending) {
             case .own: return pending
@@ -147,6 +149,7 @@ extension ManagedObjectContext {
     /// ``rowWithoutQuery(for:)``, except that any context's cached row serves a fault that
     /// kept none; nil where the database must be asked.
     func rowsWithoutQuery(for faults: [ManagedObject]) -> [RowSnapshot?] {
+        if queryGeneration != nil { return faults.map { $0.holdsCacheReference ? nil : $0.pendingRow } }
         let coordinator = persistentStoreCoordinator
         var rows = coordinator.cachedRows(for: faults.map(\.objectID))
         let pending = faults.indices.compactMap { index -> (Int, ManagedObjectID, RowSnapshot)? in
@@ -169,7 +172,7 @@ extension ManagedObjectContext {
     func fill(_ object: ManagedObject, snapshot row: RowSnapshot) {
         let snapshot = row.decoded()
         object.fill(with: snapshot)
-        if parent == nil && !object.holdsCacheReference && !readsFromReplica {
+        if parent == nil && !object.holdsCacheReference && !readsOutsideRowCache {
             persistentStoreCoordinator.retainCachedRows(CollectionOfOne((object.objectID, snapshot)))
             object.holdsCacheReference = true
         }
@@ -187,7 +190,7 @@ extension ManagedObjectContext {
         }
         guard let key = id.primaryKey else { return nil }
         let coordinator = persistentStoreCoordinator
-        if preferCache, let snapshot = coordinator.cachedRow(for: id) { return snapshot.decoded() }
+        if preferCache, queryGeneration == nil, let snapshot = coordinator.cachedRow(for: id) { return snapshot.decoded() }
         let entity = id.entity
         let rows = try await store { access in try await coordinator.fetchSnapshots(entity, keys: [key], access: access) }
         return rows.first?.1

@@ -139,7 +139,7 @@ extension ManagedObjectContext {
             let (sql, bindings) = try storeRequest.sql(for: entity, columns: PersistentStoreCoordinator.selectList(entity),
                                                         excluding: pending.excludedKeys)
             activeSpan?.noteQuery(sql)
-            let cachesRows = request.returnsObjectsAsFaults && !readsFromReplica
+            let cachesRows = request.returnsObjectsAsFaults && !readsOutsideRowCache
             var query = try await store { access in
                 try await coordinator.querySnapshots(sql: sql, bindings: bindings, entity: entity,
                                                      batchSize: Self.fetchStreamBatchSize, cachesRows: cachesRows, access: access)

@@ -62,6 +62,7 @@ extension ManagedObjectContext {
     /// Core Data equivalent: `mergeChanges(fromContextDidSave:)`.
     public func mergeChanges(fromContextDidSave payload: ContextDidSave) {
         assertOnQueue()
+        advanceQueryGeneration()
         if let position = payload.walPosition { raiseReplayFloor(to: position) }
         let coordinator = persistentStoreCoordinator
         for id in payload.updatedObjectIDs {
@@ -104,6 +105,7 @@ extension ManagedObjectContext {
         for context in contexts {
             context.persistentStoreCoordinator.removeCachedRows(updated)
             context.performAndWait {
+                context.advanceQueryGeneration()
                 for id in updated {
                     guard let object = context.registered[id], !object.isFaultStorage else { continue }
                     if object.hasChanges {

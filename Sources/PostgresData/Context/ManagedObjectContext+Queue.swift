@@ -127,6 +127,11 @@ extension ManagedObjectContext {
     /// a fetch that allows it.
     var readsFromReplica: Bool { isReadOnly || replicaReadScope }
 
+    /// True when the rows this context reads now must not enter the row cache nor be filled
+    /// from it: they come from the replica or from a pinned snapshot, either of which may be
+    /// older than the cache's rows.
+    var readsOutsideRowCache: Bool { readsFromReplica || queryGeneration != nil }
+
     /// Runs `body` with the reads it starts allowed on the replica when `allowed`.
     func readingFromReplica<T>(_ allowed: Bool, _ body: () throws -> T) rethrows -> T {
         guard allowed, !replicaReadScope else { return try body() }
@@ -148,7 +153,11 @@ extension ManagedObjectContext {
     /// Nil when the store has no replica: then every read and write goes to the primary and
     /// nothing is noted.
     func makeStoreAccess(readsFromReplica replica: Bool? = nil) -> StoreAccess? {
-        guard (try? persistentStoreCoordinator.loaded())?.replica != nil else { return nil }
+        // Work started off the queue (batch requests) writes, and sees the database as it is.
+        let generation = isOnQueue ? queryGeneration : nil
+        guard (try? persistentStoreCoordinator.loaded())?.replica != nil else {
+            return generation.map { StoreAccess(readsFromReplica: false, requiredReplayPosition: nil, generation: $0) }
+        }
         let replica = replica ?? (isOnQueue && readsFromReplica)
         let root = self.root
         var required: WALPosition?
@@ -159,7 +168,7 @@ extension ManagedObjectContext {
             case .coordinatorWrites: required = persistentStoreCoordinator.lastCommitPosition.withLock { $0 }
             }
         }
-        return StoreAccess(readsFromReplica: replica, requiredReplayPosition: required) { position in
+        return StoreAccess(readsFromReplica: replica, requiredReplayPosition: required, generation: generation) { position in
             root.raiseReplayFloor(to: position)
         }
     }

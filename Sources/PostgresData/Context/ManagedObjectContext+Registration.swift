@@ -71,11 +71,11 @@ extension ManagedObjectContext {
     ///
     /// Faults (`asFaults`) find their rows in the row cache; with `sharesRows` false, objects
     /// filled here hold their rows themselves and the row cache is not touched.
-    /// Rows `fromReplica` never enter the row cache (they may be older than its rows): their
-    /// objects hold them.
+    /// Rows `fromReplica` (or read by a pinned context) never enter the row cache (they may be
+    /// older than its rows): their objects hold them.
     func register(_ rows: [(Int64, RowSnapshot)], entity: EntityDescription, asFaults requestedFaults: Bool = false,
                   sharesRows: Bool = true, fromReplica: Bool? = nil, refreshingChanged: Bool = false) -> [ManagedObject] {
-        let fromReplica = fromReplica ?? readsFromReplica
+        let fromReplica = (fromReplica ?? readsFromReplica) || queryGeneration != nil
         let asFaults = requestedFaults && !fromReplica
         let shares = (sharesRows || asFaults) && !fromReplica
         var objects: [ManagedObject] = []

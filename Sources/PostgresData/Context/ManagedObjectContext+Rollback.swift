@@ -35,6 +35,7 @@ extension ManagedObjectContext {
         assertOnQueue()
         unregisterAll()
         forgetChanges()
+        advanceQueryGeneration()
         filledBatches = []
         fetchedPropertyValues = [:]
         if eventBaselines != nil { eventBaselines = [:] }
@@ -81,6 +82,7 @@ extension ManagedObjectContext {
     /// Core Data equivalent: `refreshAllObjects()`.
     public func refreshAllObjects() {
         assertOnQueue()
+        advanceQueryGeneration()
         fetchedPropertyValues = [:]
         var changed: [ManagedObject] = []
         for object in registered.objects where !object.isInsertedStorage && !object.isFaultStorage {

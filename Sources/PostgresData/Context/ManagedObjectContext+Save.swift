@@ -39,6 +39,7 @@ extension ManagedObjectContext {
             try save(into: parent)
         } else {
             try await traced(.save, entity: nil) { try await saveToStore() }
+            advanceQueryGeneration()
         }
         for object in saved { object.didSave() }
     }

@@ -102,6 +102,8 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     var deletesToPropagate: [ManagedObject] = []
     /// Loaded fetched properties: owner → property name → the objects' IDs, in order.
     var fetchedPropertyValues: [ManagedObjectID: [String: [ManagedObjectID]]] = [:]
+    /// The snapshot this context's reads see, when it is pinned (``setQueryGenerationFrom(_:)``).
+    var queryGeneration: QueryGeneration?
 
     /// A context on its own queue (or the main queue) over `coordinator`; with `readOnly`, one
     /// that reads from the store's read replica and cannot save (see ``isReadOnly``).

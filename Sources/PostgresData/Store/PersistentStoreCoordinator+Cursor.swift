@@ -17,7 +17,7 @@ extension PersistentStoreCoordinator {
         deliver: @escaping @Sendable (Batch) async throws -> Void,
         access: StoreAccess?
     ) async throws {
-        try await withReadConnection(access) { connection in
+        try await withCursorConnection(access) { connection in
             try await connection.withTransaction(TransactionOptions(isolation: .repeatableRead, readOnly: true)) { connection in
                 switch estimate {
                 case .none: break
@@ -50,6 +50,20 @@ extension PersistentStoreCoordinator {
                 }
                 try Task.checkCancellation()
             }
+        }
+    }
+
+    /// Runs a cursor's work with a connection of its own for as long as it walks: a pinned
+    /// context's imports its generation's snapshot (the generation's connection serves the
+    /// context's other reads meanwhile, which the delivery of batches may wait on).
+    private func withCursorConnection<T: Sendable>(_ access: StoreAccess?, _ body: (Connection) async throws -> T) async throws -> T {
+        guard let generation = access?.generation else { return try await withReadConnection(access, body) }
+        let loaded = try loaded()
+        requests.withLock { $0 += 1 }
+        do {
+            return try await generation.withImportedSnapshot(body)
+        } catch {
+            throw Self.wrap(error, constraints: loaded.constraints)
         }
     }
 

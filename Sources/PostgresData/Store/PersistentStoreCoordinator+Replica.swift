@@ -10,11 +10,20 @@ extension PersistentStoreCoordinator {
         (try? loaded())?.replica?.statistics
     }
 
-    /// Runs a read with a pooled connection: to the replica when the work's
-    /// ``StoreAccess`` allows it and the replica has replayed what the work must see, else
-    /// to the primary. A replica that cannot be reached sends the read to the primary.
+    /// Runs a read with a pooled connection: in the snapshot of the work's query generation
+    /// when its context is pinned; else to the replica when the work's ``StoreAccess``
+    /// allows it and the replica has replayed what the work must see, else to the primary. A
+    /// replica that cannot be reached sends the read to the primary.
     func withReadConnection<T: Sendable>(_ access: StoreAccess?, _ body: (Connection) async throws -> T) async throws -> T {
         let loaded = try loaded()
+        if let generation = access?.generation {
+            requests.withLock { $0 += 1 }
+            do {
+                return try await generation.withConnection(body)
+            } catch {
+                throw Self.wrap(error, constraints: loaded.constraints)
+            }
+        }
         guard let access, access.readsFromReplica, let replica = loaded.replica else {
             return try await withConnection(of: loaded, body)
         }

@@ -34,6 +34,8 @@ public final class PersistentStoreCoordinator: Sendable {
     /// The root contexts that merge changes automatically, held weakly: only they are told
     /// about saves, so a context per request that does not merge costs no one anything.
     private let mergingContexts = Locked<[ObjectIdentifier: ManagedObjectContextBox]>([:])
+    /// The query generations alive (each holds a connection until it ends).
+    let generations = GenerationRegistry()
     /// The WAL position after the latest commit of this coordinator (tracked with a replica).
     let lastCommitPosition = Locked<WALPosition?>(nil)
     let remoteChangeHub = RemoteChangeHub()
@@ -173,6 +175,9 @@ public final class PersistentStoreCoordinator: Sendable {
             return store
         }
         await loaded?.listener?.stop()
+        for generation in generations.live {
+            await generation.end(.queryGenerationEnded("the store was closed"))
+        }
         await loaded?.replica?.pool.shutdown()
         await loaded?.pool.shutdown()
         remoteChangeHub.finish()

@@ -1,13 +1,13 @@
 import PostgresClient
 
-/// How the store work a context starts reaches the database: whether its reads may go to
-/// the read replica, from which replayed position on, and where its writes report the
-/// position of their commit.
+/// How the store work a context starts reaches the database: the snapshot its reads see
+/// (a pinned context's), whether they may go to the read replica and from which replayed
+/// position on, and where its writes report the position of their commit.
 ///
 /// The context makes one for each store operation (``ManagedObjectContext/makeStoreAccess(readsFromReplica:)``)
 /// and passes it down as an argument; the coordinator's read and write paths consult it. Work
-/// passed none (nil: the store has no replica, or the work is the store's own) reads from the
-/// primary.
+/// passed none (nil: the store has no replica and the context is not pinned, or the work is
+/// the store's own) reads from the primary.
 final class StoreAccess: Sendable {
     /// Reads may run on the replica.
     let readsFromReplica: Bool
@@ -15,10 +15,14 @@ final class StoreAccess: Sendable {
     let requiredReplayPosition: WALPosition?
     /// Told the WAL position after each commit of the work's writes (with a replica only).
     let didCommit: (@Sendable (WALPosition) -> Void)?
+    /// The snapshot the work's reads see, for a pinned context; its reads then go nowhere else.
+    let generation: QueryGeneration?
 
-    init(readsFromReplica: Bool, requiredReplayPosition: WALPosition?, didCommit: (@Sendable (WALPosition) -> Void)? = nil) {
+    init(readsFromReplica: Bool, requiredReplayPosition: WALPosition?, generation: QueryGeneration? = nil,
+         didCommit: (@Sendable (WALPosition) -> Void)? = nil) {
         self.readsFromReplica = readsFromReplica
         self.requiredReplayPosition = requiredReplayPosition
+        self.generation = generation
         self.didCommit = didCommit
     }
 

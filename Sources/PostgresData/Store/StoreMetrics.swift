@@ -103,6 +103,7 @@ final class StoreMetrics: Sendable {
             case .constraintConflict: return error.sqlState ?? "constraint_conflict"
             case .validation: return "validation"
             case .shuttingDown: return "shutting_down"
+            case .queryGenerationEnded: return "query_generation_ended"
             default: return "invalid_request"
             }
         case let error as PostgresError: return error.sqlState?.rawValue ?? "\(error.kind)"
