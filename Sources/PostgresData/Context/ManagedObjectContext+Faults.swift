@@ -48,6 +48,10 @@ extension ManagedObjectContext {
             loaded = try await loadValues(for: id)
         }
         guard let snapshot = loaded else { throw PostgresDataError.objectNotFound(id) }
+        if object.holdsCacheReference && parent == nil && !readsOutsideRowCache {
+            // Its cached row was too old (stalenessInterval) or gone: this one replaces it.
+            persistentStoreCoordinator.refreshCachedRows(CollectionOfOne((id, snapshot)))
+        }
         fill(object, snapshot: snapshot)
     }
 
@@ -135,14 +139,15 @@ extension ManagedObjectContext {
         let coordinator = persistentStoreCoordinator
         // A pinned context reads its snapshot's rows only.
         if queryGeneration != nil { return fault.holdsCacheReference ? nil : fault.pendingRow }
+        let oldest = oldestAcceptableRowStamp
         if !fault.holdsCacheReference, let pending = fault.pendingRow {
-            switch coordinator.cachedRow(for: fault.objectID, pending: pending) {
+            switch coordinator.cachedRow(for: fault.objectID, pending: pending, oldest: oldest) {
             case .own: return pending
             case .newer(let snapshot): return snapshot
             case .changed: return nil
             }
         }
-        return fault.holdsCacheReference ? coordinator.cachedRow(for: fault.objectID) : nil
+        return fault.holdsCacheReference ? coordinator.cachedRow(for: fault.objectID, oldest: oldest) : nil
     }
 
     /// The rows that fill `faults` without a query, in one lock per kind: as
@@ -151,13 +156,14 @@ extension ManagedObjectContext {
     func rowsWithoutQuery(for faults: [ManagedObject]) -> [RowSnapshot?] {
         if queryGeneration != nil { return faults.map { $0.holdsCacheReference ? nil : $0.pendingRow } }
         let coordinator = persistentStoreCoordinator
-        var rows = coordinator.cachedRows(for: faults.map(\.objectID))
+        let oldest = oldestAcceptableRowStamp
+        var rows = coordinator.cachedRows(for: faults.map(\.objectID), oldest: oldest)
         let pending = faults.indices.compactMap { index -> (Int, ManagedObjectID, RowSnapshot)? in
             guard !faults[index].holdsCacheReference, let row = faults[index].pendingRow else { return nil }
             return (index, faults[index].objectID, row)
         }
         guard !pending.isEmpty else { return rows }
-        for ((index, _, own), found) in zip(pending, coordinator.cachedRows(forFaults: pending.map { ($0.1, $0.2) })) {
+        for ((index, _, own), found) in zip(pending, coordinator.cachedRows(forFaults: pending.map { ($0.1, $0.2) }, oldest: oldest)) {
             switch found {
             case .own: rows[index] = own
             case .newer(let snapshot): rows[index] = snapshot
@@ -190,7 +196,9 @@ extension ManagedObjectContext {
         }
         guard let key = id.primaryKey else { return nil }
         let coordinator = persistentStoreCoordinator
-        if preferCache, queryGeneration == nil, let snapshot = coordinator.cachedRow(for: id) { return snapshot.decoded() }
+        if preferCache, queryGeneration == nil, let snapshot = coordinator.cachedRow(for: id, oldest: oldestAcceptableRowStamp) {
+            return snapshot.decoded()
+        }
         let entity = id.entity
         let rows = try await store { access in try await coordinator.fetchSnapshots(entity, keys: [key], access: access) }
         return rows.first?.1

@@ -56,6 +56,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
         var mergePolicy: MergePolicy = .error
         var shouldDeleteInaccessibleFaults = true
         var propagatesDeletesAtEndOfEvent = true
+        var stalenessInterval: Double = -1
         var automaticallyMergesChangesFromParent = false
         var transactionAuthor: String?
         var replicaConsistency = ReplicaConsistency.ownWrites
@@ -158,6 +159,24 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     public var propagatesDeletesAtEndOfEvent: Bool {
         get { settings.withLock { $0.propagatesDeletesAtEndOfEvent } }
         set { settings.withLock { $0.propagatesDeletesAtEndOfEvent = newValue } }
+    }
+
+    /// How old, in seconds, a row the coordinator's row cache holds may be for a fault to fill
+    /// from it instead of asking the database: negative (the default) for any age, 0 for
+    /// never. Fetches always ask the database; rows a save wrote or a fetch read count as
+    /// given then. Ages are measured in 1/64 s.
+    ///
+    /// Core Data equivalent: the property of the same name (in seconds, negative by default).
+    public var stalenessInterval: Double {
+        get { settings.withLock { $0.stalenessInterval } }
+        set { settings.withLock { $0.stalenessInterval = newValue } }
+    }
+
+    /// The row-cache stamp below which rows are too old for this context's faults (nil: any).
+    var oldestAcceptableRowStamp: UInt32? {
+        let interval = stalenessInterval
+        guard interval >= 0 else { return nil }
+        return persistentStoreCoordinator.oldestCachedRowStamp(maximumAge: .milliseconds(Int64(min(interval, 1e12) * 1000)))
     }
 
     /// When true, saves of sibling contexts (or of the parent, for a child) are merged into

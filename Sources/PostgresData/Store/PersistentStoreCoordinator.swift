@@ -312,18 +312,25 @@ public final class PersistentStoreCoordinator: Sendable {
 /// The row cache: the coordinator owns it; contexts and the store's readers say what they
 /// read, keep, give up or wrote, through these methods only.
 extension PersistentStoreCoordinator {
-    /// The cached row of `id`, if any.
-    func cachedRow(for id: ManagedObjectID) -> RowSnapshot? { rowCache.snapshot(for: id) }
+    /// The cached row of `id`, if any (with `oldest`, given by the database at that stamp or later).
+    func cachedRow(for id: ManagedObjectID, oldest: UInt32? = nil) -> RowSnapshot? { rowCache.snapshot(for: id, oldest: oldest) }
 
-    /// The cached rows of `ids`, nil where none is cached.
-    func cachedRows(for ids: [ManagedObjectID]) -> [RowSnapshot?] { rowCache.snapshots(for: ids) }
+    /// The cached rows of `ids`, nil where none is cached (or none as fresh as `oldest`).
+    func cachedRows(for ids: [ManagedObjectID], oldest: UInt32? = nil) -> [RowSnapshot?] { rowCache.snapshots(for: ids, oldest: oldest) }
 
     /// What fills a fault that kept its own row (`pending`): that row, a newer cached one, or
-    /// neither (the row changed since: read it again).
-    func cachedRow(for id: ManagedObjectID, pending: RowSnapshot) -> RowCache.FaultRow { rowCache.row(for: id, pending: pending) }
+    /// neither (the row changed since, or is older than `oldest`: read it again).
+    func cachedRow(for id: ManagedObjectID, pending: RowSnapshot, oldest: UInt32? = nil) -> RowCache.FaultRow {
+        rowCache.row(for: id, pending: pending, oldest: oldest)
+    }
 
-    /// ``cachedRow(for:pending:)`` for many faults, in one lock.
-    func cachedRows(forFaults faults: some Collection<(ManagedObjectID, RowSnapshot)>) -> [RowCache.FaultRow] { rowCache.rows(for: faults) }
+    /// ``cachedRow(for:pending:oldest:)`` for many faults, in one lock.
+    func cachedRows(forFaults faults: some Collection<(ManagedObjectID, RowSnapshot)>, oldest: UInt32? = nil) -> [RowCache.FaultRow] {
+        rowCache.rows(for: faults, oldest: oldest)
+    }
+
+    /// The stamp below which cached rows are older than `maximumAge` (nil: any age will do).
+    func oldestCachedRowStamp(maximumAge: Duration?) -> UInt32? { rowCache.oldestStamp(for: maximumAge) }
 
     /// Takes a reference on each row for a context's object (adding the row when new).
     func retainCachedRows(_ rows: some Sequence<(ManagedObjectID, RowSnapshot)>) { rowCache.retain(rows) }

@@ -21,22 +21,49 @@ final class RowCache: Sendable {
         /// batch change): the next reader loads it from the database.
         var snapshot: RowSnapshot?
         var references: Int32
-        /// Set when the row changed while a reader lived: kept after its last reference.
-        var changedWhileReading = false
+        /// When the database last gave this row (``RowCache/stamp()``), for contexts with a
+        /// ``ManagedObjectContext/stalenessInterval``.
+        var stamp: UInt32
+        /// ``generation``, and in the top bit ``changedWhileReading`` (an entry stays 32 bytes).
+        private var bits: UInt64
+
+        private static let changedFlag: UInt64 = 1 << 63
+
+        init(snapshot: RowSnapshot?, references: Int32, changedWhileReading: Bool = false, generation: UInt64, stamp: UInt32) {
+            self.snapshot = snapshot
+            self.references = references
+            self.stamp = stamp
+            self.bits = generation | (changedWhileReading ? Self.changedFlag : 0)
+        }
+
         /// When the snapshot was last set (``State/generation``).
-        var generation: UInt64
+        var generation: UInt64 {
+            get { bits & ~Self.changedFlag }
+            set { bits = newValue | (bits & Self.changedFlag) }
+        }
+
+        /// Set when the row changed while a reader lived: kept after its last reference.
+        var changedWhileReading: Bool {
+            get { bits & Self.changedFlag != 0 }
+            set { bits = newValue ? bits | Self.changedFlag : bits & ~Self.changedFlag }
+        }
 
         /// A fetched row: a new entry takes it, and so does one whose row it holds in
         /// another version (the row changed since) or not at all. True when it changed.
-        mutating func retain(_ fetched: RowSnapshot, generation next: UInt64, reading: Bool) -> Bool {
+        mutating func retain(_ fetched: RowSnapshot, generation next: UInt64, reading: Bool, stamp now: UInt32) -> Bool {
             references += 1
             // A slow fetch may bring a row older than the one a save or a faster read cached:
             // row versions are transaction IDs, compared modulo 2³² as PostgreSQL does.
-            if let snapshot, Int32(bitPattern: fetched.version &- snapshot.version) <= 0 { return false }
+            if let snapshot {
+                let age = Int32(bitPattern: fetched.version &- snapshot.version)
+                if age == 0 { stamp = max(stamp, now) }
+                if age <= 0 { return false }
+            }
             let isNew = snapshot == nil && generation == 0
             if reading && !isNew { changedWhileReading = true }
             snapshot = fetched
             generation = next
+            stamp = now
             return true
         }
     }
@@ -80,17 +107,18 @@ final class RowCache: Sendable {
 
         /// Records that the row changed: the entry takes `snapshot` (nil: changed, values
         /// unknown), and stays for the readers even without references.
-        mutating func change(_ id: ManagedObjectID, to snapshot: RowSnapshot?) {
+        mutating func change(_ id: ManagedObjectID, to snapshot: RowSnapshot?, stamp: UInt32) {
             guard let key = id.primaryKey else { return }
             let index = id.entity.modelIndex
             let generation = next()
             if entries.indices.contains(index), entries[index][Key(key)] != nil {
                 entries[index][Key(key)]!.snapshot = snapshot
                 entries[index][Key(key)]!.generation = generation
+                entries[index][Key(key)]!.stamp = stamp
                 if isReading { entries[index][Key(key)]!.changedWhileReading = true }
             } else if isReading {
                 entries[table(index)][Key(key)] = Entry(snapshot: snapshot, references: 0, changedWhileReading: true,
-                                                        generation: generation)
+                                                        generation: generation, stamp: stamp)
                 kept.insert(KeptEntry(entity: index, key: Key(key)))
             }
         }
@@ -100,17 +128,35 @@ final class RowCache: Sendable {
     /// the rows that change. Its ``generation`` tells a fault's row from newer ones.
     final class Reader: Sendable {
         let generation: UInt64
+        /// When the reader began: its rows are at least this fresh.
+        let stamp: UInt32
         private let cache: RowCache
 
         fileprivate init(cache: RowCache, generation: UInt64) {
             self.cache = cache
             self.generation = generation
+            self.stamp = cache.stamp()
         }
 
         deinit { cache.endReading(generation) }
     }
 
     private let state = Locked(State())
+    private let start = ContinuousClock.now
+
+    /// Now, in 1/64 s since the cache began (two years fit): the time rows entered it.
+    func stamp() -> UInt32 {
+        let elapsed = start.duration(to: .now).components
+        return UInt32(clamping: elapsed.seconds * 64 + elapsed.attoseconds / 15_625_000_000_000_000)
+    }
+
+    /// The oldest stamp a row may have for a reader accepting rows `maximumAge` old (nil: any).
+    func oldestStamp(for maximumAge: Duration?) -> UInt32? {
+        guard let maximumAge else { return nil }
+        let age = maximumAge.components
+        let ticks = max(0, age.seconds * 64 + age.attoseconds / 15_625_000_000_000_000)
+        return UInt32(clamping: Int64(stamp()) - ticks + (maximumAge > .zero ? 0 : 1))
+    }
 
     /// Starts a reader; take it before the fetch's query is sent, so that every change the
     /// query's snapshot may miss comes after its generation.
@@ -135,10 +181,15 @@ final class RowCache: Sendable {
         }
     }
 
-    func snapshot(for id: ManagedObjectID) -> RowSnapshot? {
+    /// The cached row of `id`, if any; with `oldest`, only if the database gave it at that stamp or later.
+    func snapshot(for id: ManagedObjectID, oldest: UInt32? = nil) -> RowSnapshot? {
         guard let key = id.primaryKey else { return nil }
         let index = id.entity.modelIndex
-        return state.withLock { $0.entries.indices.contains(index) ? $0.entries[index][Key(key)]?.snapshot : nil }
+        return state.withLock { state in
+            guard state.entries.indices.contains(index), let entry = state.entries[index][Key(key)],
+                  entry.stamp >= oldest ?? 0 else { return nil }
+            return entry.snapshot
+        }
     }
 
     /// What fills a fault that kept its row (`pending`, fetched by a reader): a row the cache
@@ -148,29 +199,37 @@ final class RowCache: Sendable {
         case own, newer(RowSnapshot), changed
     }
 
-    func row(for id: ManagedObjectID, pending: RowSnapshot) -> FaultRow {
-        rows(for: CollectionOfOne((id, pending)))[0]
+    func row(for id: ManagedObjectID, pending: RowSnapshot, oldest: UInt32? = nil) -> FaultRow {
+        rows(for: CollectionOfOne((id, pending)), oldest: oldest)[0]
     }
 
-    /// ``row(for:pending:)`` for many faults, in one lock.
-    func rows(for faults: some Collection<(ManagedObjectID, RowSnapshot)>) -> [FaultRow] {
+    /// ``row(for:pending:oldest:)`` for many faults, in one lock. With `oldest`, rows the
+    /// database gave before that stamp (the fault's own, taken when its reader began, or the
+    /// cache's) are `.changed`: read again.
+    func rows(for faults: some Collection<(ManagedObjectID, RowSnapshot)>, oldest: UInt32? = nil) -> [FaultRow] {
         state.withLock { state in
             faults.map { id, pending in
-                guard let key = id.primaryKey, let generation = pending.readerGeneration,
+                guard let key = id.primaryKey, let reader = pending.reader,
                       state.entries.indices.contains(id.entity.modelIndex),
                       let entry = state.entries[id.entity.modelIndex][Key(key)],
-                      entry.generation > generation else { return .own }
-                return entry.snapshot.map { .newer($0) } ?? .changed
+                      entry.generation > reader.generation else {
+                    if let oldest, (pending.reader?.stamp ?? 0) < oldest { return .changed }
+                    return .own
+                }
+                guard let snapshot = entry.snapshot, entry.stamp >= oldest ?? 0 else { return .changed }
+                return .newer(snapshot)
             }
         }
     }
 
-    /// The cached snapshots of `ids` (nil where there is none), in one lock.
-    func snapshots(for ids: [ManagedObjectID]) -> [RowSnapshot?] {
+    /// The cached snapshots of `ids` (nil where there is none, or where the database gave it
+    /// before `oldest`), in one lock.
+    func snapshots(for ids: [ManagedObjectID], oldest: UInt32? = nil) -> [RowSnapshot?] {
         state.withLock { state in
             ids.map { id in
-                guard let key = id.primaryKey, state.entries.indices.contains(id.entity.modelIndex) else { return nil }
-                return state.entries[id.entity.modelIndex][Key(key)]?.snapshot
+                guard let key = id.primaryKey, state.entries.indices.contains(id.entity.modelIndex),
+                      let entry = state.entries[id.entity.modelIndex][Key(key)], entry.stamp >= oldest ?? 0 else { return nil }
+                return entry.snapshot
             }
         }
     }
@@ -181,6 +240,7 @@ final class RowCache: Sendable {
         state.withLock { state in
             var reserved = -1
             let reading = state.isReading
+            let now = stamp()
             for (id, snapshot) in pairs {
                 guard let key = id.primaryKey else { continue }
                 let index = id.entity.modelIndex
@@ -189,8 +249,8 @@ final class RowCache: Sendable {
                     reserved = index
                 }
                 // One hash lookup per row: the entry is modified in place.
-                if state.entries[index][Key(key), default: Entry(snapshot: nil, references: 0, generation: 0)]
-                    .retain(snapshot, generation: state.generation + 1, reading: reading) {
+                if state.entries[index][Key(key), default: Entry(snapshot: nil, references: 0, generation: 0, stamp: now)]
+                    .retain(snapshot, generation: state.generation + 1, reading: reading, stamp: now) {
                     state.generation += 1
                 }
             }
@@ -207,8 +267,9 @@ final class RowCache: Sendable {
     /// Rows a save wrote (or found written): their snapshots replace the cached ones,
     /// without adding references.
     func update(_ pairs: some Sequence<(ManagedObjectID, RowSnapshot)>) {
+        let now = stamp()
         state.withLock { state in
-            for (id, snapshot) in pairs { state.change(id, to: snapshot) }
+            for (id, snapshot) in pairs { state.change(id, to: snapshot, stamp: now) }
         }
     }
 
@@ -244,7 +305,7 @@ final class RowCache: Sendable {
                     state.entries[index][Key(key)] = nil
                 } else {
                     // References stay counted: the objects holding them give them back later.
-                    state.change(id, to: nil)
+                    state.change(id, to: nil, stamp: 0)
                 }
             }
         }

@@ -66,8 +66,9 @@ struct RowSnapshot: Sendable {
     }
 
     /// For a row kept encoded, the generation of the fetch it came in (``RowCache/Reader``).
-    var readerGeneration: UInt64? {
-        if case .encoded(let rows) = storage { rows.reader.generation } else { nil }
+    /// The reader an asynchronous fetch's fault kept its row under.
+    var reader: RowCache.Reader? {
+        if case .encoded(let rows) = storage { rows.reader } else { nil }
     }
 
     /// The same row with its values decoded.
