@@ -22,8 +22,11 @@ public enum HistoryWatcher {
         let context = container.newBackgroundContext()
         context.name = "watcher"
         context.automaticallyMergesChangesFromParent = true
+        // It keeps every card it loaded, as a screen showing them would: a merge refreshes
+        // (and reports) only objects in use.
+        context.retainsRegisteredObjects = true
         let changes = context.notifications()
-        // Loaded, not faults: a merge refreshes (and reports) only objects in use.
+        // Loaded, not faults.
         _ = try await context.perform { try context.fetch(FetchRequest<Card>()).map(\.title) }
         say("ready")
 

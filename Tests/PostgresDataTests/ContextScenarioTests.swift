@@ -9,6 +9,7 @@ import Testing
     @Test func backgroundImportOf10000ItemsIsMergedIntoTheViewContext() async throws {
         let container = try await makeContainer()
         let view = container.viewContext
+        view.retainsRegisteredObjects = true  // read by ID in later blocks
         // The view context shows an item before the import; the import's save updates it.
         let watchedID = try await view.perform {
             let item = Item(context: view)
@@ -50,6 +51,7 @@ import Testing
         let container = try await makeContainer()
         let view = container.viewContext
         view.automaticallyMergesChangesFromParent = true
+        view.retainsRegisteredObjects = true  // merges refresh only objects in use
         let id = try await view.perform {
             let item = Item(context: view)
             item.name = "shared"
@@ -166,6 +168,7 @@ import Testing
         }
         // A context that fetched the list keeps its row in the coordinator's row cache.
         let holder = container.newBackgroundContext()
+        holder.retainsRegisteredObjects = true  // read by ID in later blocks
         try await holder.perform { _ = try holder.fetch(FetchRequest<TodoList>()) }
         let context = container.newBackgroundContext()
         try await context.perform { () throws in
@@ -198,6 +201,7 @@ import Testing
             return item.objectID
         }
         let holder = container.newBackgroundContext()
+        holder.retainsRegisteredObjects = true  // read by ID in later blocks
         try await holder.perform { () throws in
             var request = FetchRequest<Item>()
             request.returnsObjectsAsFaults = false

@@ -65,6 +65,7 @@ let shelfModel = ManagedObjectModel(Shelf.self, Book.self)
             return (first.objectID, second.objectID)
         }
         let context = container.newBackgroundContext()
+        context.retainsRegisteredObjects = true  // read by ID in later blocks
         try await context.perform {
             let a = try #require(try context.existingObject(with: first) as? Shelf)
             let b = try #require(try context.existingObject(with: second) as? Shelf)

@@ -134,6 +134,60 @@ import Testing
 }
 
 
+extension IdentityMapTests {
+    /// `retainsRegisteredObjects` false (the default, as in Core Data): unchanged objects
+    /// nothing else holds leave the context, a slice per event, and give back their row-cache
+    /// references; held, inserted and changed objects stay; true keeps everything.
+    @Test func unchangedObjectsNothingHoldsLeaveTheContextUnlessItRetainsThem() async throws {
+        let container = try await makeContainer()
+        try await container.rawExecute("""
+            INSERT INTO item (name, created_at, done, weight)
+            SELECT 'item ' || i, now(), false, 0 FROM generate_series(1, 3000) AS i
+            """)
+        let coordinator = container.persistentStoreCoordinator
+        let context = container.newBackgroundContext()
+        #expect(context.retainsRegisteredObjects == false)
+        let kept = KeptObjects()
+        let (changedID, leftID, leftName) = try await context.perform { () throws -> (ManagedObjectID, ManagedObjectID, String) in
+            let items = try context.fetch(FetchRequest<Item>(sortDescriptors: [FetchSortDescriptor(key: "name")]))
+            #expect(items.count == 3000 && context.registeredObjects.count == 3000)
+            #expect(coordinator.cachedRowCount == 3000)
+            kept.objects = Array(items.prefix(10))
+            items[20].weight = 7
+            let inserted = Item(context: context)
+            inserted.name = "unsaved"
+            return (items[20].objectID, items[100].objectID, items[100].name)
+        }
+        // Events (perform blocks) let go of the others, a slice of the map each.
+        var events = 0
+        while await context.perform({ context.registeredObjects.count }) > 12, events < 100 { events += 1 }
+        #expect(events < 100)
+        try await context.perform { () throws in
+            let registered = Set(context.registeredObjects.map(\.objectID))
+            #expect(registered.count == 12)
+            #expect(Set(kept.objects.map(\.objectID)).isSubset(of: registered))
+            #expect(registered.contains(changedID) && context.insertedObjects.count == 1)
+            #expect(coordinator.cachedRowCount == 11, "the rows of the objects that left left the row cache")
+            // An object that left is a new fault when asked for again, with the row's values.
+            #expect(context.registeredObject(for: leftID) == nil)
+            #expect(try #require(context.existingObject(with: leftID) as? Item).name == leftName)
+            try context.save()
+        }
+        // Saved, the changed and inserted objects are unchanged: they may leave too.
+        events = 0
+        while await context.perform({ context.registeredObjects.count }) > 10, events < 100 { events += 1 }
+        #expect(await context.perform { context.registeredObjects.count } == 10)
+        kept.objects = []
+
+        let retaining = container.newBackgroundContext()
+        retaining.retainsRegisteredObjects = true
+        try await retaining.perform { _ = try retaining.fetch(FetchRequest<Item>()) }
+        for _ in 0..<20 { await retaining.perform {} }
+        #expect(await retaining.perform { retaining.registeredObjects.count } == 3001)
+        await coordinator.close()
+    }
+}
+
 /// Objects carried out of a context's queue by a test, read only after the context is gone.
 private final class KeptObjects: @unchecked Sendable {
     var objects: [ManagedObject] = []

@@ -66,6 +66,7 @@ let journalEvents = Locked<[String]>([])
         journalEvents.withLock { $0 = [] }
         let container = try await container()
         let context = container.newBackgroundContext()
+        context.retainsRegisteredObjects = true  // read by ID in later blocks
         let id = try await context.perform {
             let journal = Journal(context: context)
             journal.title = "Hello"

@@ -17,6 +17,7 @@ import Testing
         let container = try await makeContainer()
         let id = try await container.saveItem(named: "original")
         let a = container.newBackgroundContext()
+        a.retainsRegisteredObjects = true  // read by ID in later blocks
         a.mergePolicy = policy
         let b = container.newBackgroundContext()
         try await a.perform { _ = try a.existingObject(with: id) }
@@ -67,6 +68,7 @@ import Testing
         let ids = [try await container.saveItem(named: "one"), try await container.saveItem(named: "two"),
                    try await container.saveItem(named: "three")]
         let a = container.newBackgroundContext()
+        a.retainsRegisteredObjects = true  // read by ID in later blocks
         try await a.perform { for id in ids { _ = try a.existingObject(with: id) } }
         let pool = try container.persistentStoreCoordinator.connectionPool
         try await pool.withConnection { connection in
@@ -127,6 +129,7 @@ import Testing
         let container = try await makeContainer()
         let id = try await container.saveItem(named: "doomed")
         let a = container.newBackgroundContext()
+        a.retainsRegisteredObjects = true  // read by ID in later blocks
         try await a.perform { _ = try a.existingObject(with: id) }
         try await container.rawExecute("DELETE FROM item")
         let error = await captureDataError {

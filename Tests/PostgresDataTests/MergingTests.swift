@@ -7,6 +7,7 @@ import Testing
     @Test func remoteChangesKnownOnlyAsIDsRefreshAndRemoveObjects() async throws {
         let container = try await makeContainer()
         let context = container.newBackgroundContext()
+        context.retainsRegisteredObjects = true  // read by ID in later blocks
         let (keptID, goneID) = try await context.perform {
             let kept = Item(context: context)
             kept.name = "kept"
@@ -33,6 +34,7 @@ import Testing
     @Test func refreshWithAndWithoutMergingChanges() async throws {
         let container = try await makeContainer()
         let context = container.newBackgroundContext()
+        context.retainsRegisteredObjects = true  // read by ID in later blocks
         let id = try await context.perform {
             let item = Item(context: context)
             item.name = "refresh me"
@@ -90,6 +92,7 @@ import Testing
     @Test func childContextsMergeTheirParentsSavesAutomatically() async throws {
         let container = try await makeContainer()
         let parent = container.newBackgroundContext()
+        parent.retainsRegisteredObjects = true  // read by ID in later blocks
         let id = try await parent.perform {
             let item = Item(context: parent)
             item.name = "before"
@@ -98,6 +101,7 @@ import Testing
         }
         let child = ManagedObjectContext(concurrencyType: .privateQueue, parent: parent)
         child.automaticallyMergesChangesFromParent = true
+        child.retainsRegisteredObjects = true  // merges refresh only objects in use
         try await child.perform { _ = try child.existingObject(with: id) }
         let notifications = child.notifications()
         try await parent.perform {

@@ -149,6 +149,7 @@ struct LettersOnly: Error, CustomStringConvertible {
             try context.save()
         }
         let context = container.newBackgroundContext()
+        context.retainsRegisteredObjects = true  // read by ID in later blocks
         let sorted = FetchRequest<Item>(sortDescriptors: [FetchSortDescriptor(key: "name")])
         try await context.perform {
             let items = try context.fetch(sorted)
@@ -204,6 +205,7 @@ struct LettersOnly: Error, CustomStringConvertible {
             return (items[0].objectID, items[1].objectID)
         }
         let context = container.newBackgroundContext()
+        context.retainsRegisteredObjects = true  // read by ID in later blocks
         try await context.perform {
             let one = try #require(try context.existingObject(with: first) as? Item)
             let two = try #require(try context.existingObject(with: second) as? Item)

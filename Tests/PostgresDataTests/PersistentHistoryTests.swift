@@ -206,6 +206,7 @@ import Testing
         let bread = try await writer.saveItem(named: "bread")
         _ = try await remote.first("the two inserts") { $0.objectIDNotification().insertedObjectIDs.contains(bread) }
         let view = reader.newBackgroundContext()
+        view.retainsRegisteredObjects = true  // read by ID in later blocks
         view.automaticallyMergesChangesFromParent = true
         let changes = StreamRecorder(view.notifications())
         let names = try await view.perform { try view.fetch(FetchRequest<Item>()).map(\.name).sorted() }

@@ -7,13 +7,17 @@
 /// least 8-byte aligned), hold 3 bits of the ID's hash: a probe reads an object only when
 /// they match. Removal shifts the following entries back (no tombstones).
 ///
-/// The map holds its objects strongly. An object's ID must not change while it is in the
-/// map: remove it, change the ID, insert it again. Confined to its context's queue.
+/// The map holds its objects strongly; ``sweep(limit:where:)`` lets go of those nothing else
+/// holds (``ManagedObjectContext/retainsRegisteredObjects``). An object's ID must not change
+/// while it is in the map: remove it, change the ID, insert it again. Confined to its
+/// context's queue.
 final class IdentityMap {
     @exclusivity(unchecked) private var slots: UnsafeMutablePointer<UInt>?
     /// Slot count − 1 (the slot count is a power of two), or −1 before the first insertion.
     @exclusivity(unchecked) private var mask = -1
     @exclusivity(unchecked) private(set) var count = 0
+    /// Where the next ``sweep(limit:where:)`` starts.
+    @exclusivity(unchecked) private var sweepCursor = 0
     // Keys come from the database, not from callers; a per-map seed still keeps one map's
     // clusters from being another's. Drawn from the process's random seed and the map's
     // address, not from the system's generator (a system call per context).
@@ -88,6 +92,12 @@ final class IdentityMap {
     @discardableResult
     private func removeSlot(at index: Int, of slots: UnsafeMutablePointer<UInt>) -> ManagedObject {
         let removed = Self.unmanaged(slots[index]).takeRetainedValue()
+        vacate(index, of: slots)
+        return removed
+    }
+
+    /// Empties a slot whose reference was taken out, moving later entries back.
+    private func vacate(_ index: Int, of slots: UnsafeMutablePointer<UInt>) {
         slots[index] = 0
         count -= 1
         // Entries after the hole that probed past it move back into it, so every entry
@@ -105,6 +115,37 @@ final class IdentityMap {
             }
             next = (next + 1) & mask
         }
+    }
+
+    /// Looks at up to `limit` slots from where the previous sweep stopped, removing the
+    /// objects that nothing but the map references and that `removable` accepts (it may note
+    /// them; it must not change the map). Returns how many left.
+    ///
+    /// An object's reference count is read in place: the map's reference moves into a cell
+    /// and, when the object stays, back into the slot without a retain or a release.
+    func sweep(limit: Int, where removable: (ManagedObject) -> Bool) -> Int {
+        guard let slots, count > 0 else { return 0 }
+        let cell = UnsafeMutablePointer<ManagedObject>.allocate(capacity: 1)
+        defer { cell.deallocate() }
+        var removed = 0
+        var index = sweepCursor & mask
+        for _ in 0..<Swift.min(limit, mask + 1) {
+            let slot = slots[index]
+            if slot != 0 {
+                cell.initialize(to: Self.unmanaged(slot).takeRetainedValue())
+                if isKnownUniquelyReferenced(&cell.pointee) && removable(cell.pointee) {
+                    vacate(index, of: slots)
+                    removed += 1
+                    // Released last, once the map no longer names it; the slot may now hold
+                    // an entry moved back, looked at next.
+                    cell.deinitialize(count: 1)
+                    continue
+                }
+                // Not deinitialized: the reference is the slot's again.
+            }
+            index = (index + 1) & mask
+        }
+        sweepCursor = index
         return removed
     }
 

@@ -172,3 +172,31 @@ extension ManagedObjectContext {
         return object
     }
 }
+
+extension ManagedObjectContext {
+    /// Lets go of unchanged objects nothing but the identity map holds (unless
+    /// ``retainsRegisteredObjects``): a slice of the map per event, as many slots as objects
+    /// were registered since the last sweep plus 256, so that the work stays proportional to
+    /// registrations and a whole pass is never paid at once.
+    func sweepRegisteredObjects() {
+        let count = registered.count
+        guard count > 0, !retainsRegisteredObjects else { return }
+        var released: [ManagedObjectID] = []
+        let tracksEvents = eventBaselines != nil
+        let removed = registered.sweep(limit: 256 + max(0, count - registeredCountAfterSweep)) { object in
+            // Inserted, changed and deleted objects are held by the context's sets, never unique.
+            guard !object.isDeletedStorage else { return false }
+            let id = object.objectID
+            if object.holdsCacheReference {
+                object.holdsCacheReference = false
+                released.append(id)
+            }
+            if !fetchedPropertyValues.isEmpty { fetchedPropertyValues[id] = nil }
+            if tracksEvents { eventBaselines?[id] = nil }
+            object.contextStorage = nil
+            return true
+        }
+        registeredCountAfterSweep = count - removed
+        if !released.isEmpty { persistentStoreCoordinator.releaseCachedRows(released) }
+    }
+}

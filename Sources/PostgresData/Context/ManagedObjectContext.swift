@@ -57,6 +57,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
         var shouldDeleteInaccessibleFaults = true
         var propagatesDeletesAtEndOfEvent = true
         var stalenessInterval: Double = -1
+        var retainsRegisteredObjects = false
         var automaticallyMergesChangesFromParent = false
         var transactionAuthor: String?
         var replicaConsistency = ReplicaConsistency.ownWrites
@@ -105,6 +106,8 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     var fetchedPropertyValues: [ManagedObjectID: [String: [ManagedObjectID]]] = [:]
     /// The snapshot this context's reads see, when it is pinned (``setQueryGenerationFrom(_:)``).
     var queryGeneration: QueryGeneration?
+    /// Objects registered after the last sweep of the identity map (see ``sweepRegisteredObjects()``).
+    var registeredCountAfterSweep = 0
 
     /// A context on its own queue (or the main queue) over `coordinator`; with `readOnly`, one
     /// that reads from the store's read replica and cannot save (see ``isReadOnly``).
@@ -170,6 +173,20 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     public var stalenessInterval: Double {
         get { settings.withLock { $0.stalenessInterval } }
         set { settings.withLock { $0.stalenessInterval = newValue } }
+    }
+
+    /// When false (the default, as in Core Data), the context holds its unchanged objects only
+    /// while something else does: at the end of each event (a `perform` block,
+    /// ``processPendingChanges()``) it lets go of a share of those nothing references any more,
+    /// at least as many as it registered since, so that a long-lived context does not keep
+    /// every object it ever fetched. Inserted, changed and deleted objects are always held
+    /// until they are saved or rolled back. When true, every registered object stays until
+    /// ``reset()``.
+    ///
+    /// Core Data equivalent: the property of the same name.
+    public var retainsRegisteredObjects: Bool {
+        get { settings.withLock { $0.retainsRegisteredObjects } }
+        set { settings.withLock { $0.retainsRegisteredObjects = newValue } }
     }
 
     /// The row-cache stamp below which rows are too old for this context's faults (nil: any).
