@@ -36,6 +36,8 @@ func makeObjectWorkloads(container: PersistentContainer, client connection: Conn
     let prepareUpdates: () async throws -> Void = {
         try await fillItems(connection, rows: updates)
         let context = container.newBackgroundContext()
+        // The fetched objects are W6's input: they stay registered until it reads them.
+        context.retainsRegisteredObjects = true
         try await context.perform {
             var request = FetchRequest<BenchItem>()
             request.fetchLimit = updates

@@ -16,6 +16,7 @@ extension ManagedObjectContext {
         let collected = CollectedObjects()
         let access = makeStoreAccess(readsFromReplica: fetch.fromReplica)
         let entity = coordinator.managedObjectModel.entitiesByName[request.fetchRequest.entityName]
+        asynchronousFetchesInFlight += 1
         let task = Task {
             do {
                 // Without an estimate asked for, the planner's is still read, to size the maps.
@@ -49,6 +50,7 @@ extension ManagedObjectContext {
                     if let entity { (try? coordinator.loaded())?.metrics.recordReturnedRows(rows, collection: entity.tableName) }
                 }
                 await self.perform {
+                    self.asynchronousFetchesInFlight -= 1
                     let outcome = Swift.Result { try fetch.finalResults(collected.objects, in: self) as [Result] }
                     collected.objects = []
                     result.finish(outcome) { update in
@@ -59,6 +61,7 @@ extension ManagedObjectContext {
             } catch {
                 let failure = Self.cancellationAware(error)
                 await self.perform {
+                    self.asynchronousFetchesInFlight -= 1
                     collected.objects = []
                     result.finish(.failure(failure)) { _ in request.completionBlock?(result) }
                 }

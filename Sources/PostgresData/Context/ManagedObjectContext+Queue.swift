@@ -26,7 +26,7 @@ extension ManagedObjectContext {
         defer { coordinator.endUnit() }
         let result: Result<T, E> = await queue.run { () async -> Result<T, E> in
             var result = Result<T, E> { () throws(E) -> T in try block() }
-            self.processPendingChanges()
+            self.endEvent()
             // A fault's error ends a block that can throw it; otherwise the next save throws it.
             if case .success = result, E.self == (any Error).self, let error = self.faultErrorToThrow() as? E {
                 result = .failure(error)
@@ -75,7 +75,7 @@ extension ManagedObjectContext {
         defer { coordinator.endUnit() }
         return try await PersistentStoreCoordinator.$isInsideUnit.withValue(true) {
             try await queue.run {
-                defer { self.processPendingChanges() }
+                defer { self.endEvent() }
                 let result = try await block()
                 try self.throwFaultErrors()
                 return result
@@ -98,7 +98,7 @@ extension ManagedObjectContext {
         defer { queue.releaseTurn() }
         return try queue.runMarked { () throws(E) -> T in
             var result = Result<T, E> { () throws(E) -> T in try block() }
-            processPendingChanges()
+            endEvent()
             if case .success = result, E.self == (any Error).self, let error = faultErrorToThrow() as? E {
                 result = .failure(error)
             }

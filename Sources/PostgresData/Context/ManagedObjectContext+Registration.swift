@@ -174,16 +174,27 @@ extension ManagedObjectContext {
 }
 
 extension ManagedObjectContext {
+    /// The end of a block of the context's queue (Core Data's end of event): changes are
+    /// announced, and unchanged objects nothing holds any more may leave.
+    func endEvent() {
+        processPendingChanges()
+        sweepRegisteredObjects()
+    }
+
     /// Lets go of unchanged objects nothing but the identity map holds (unless
-    /// ``retainsRegisteredObjects``): a slice of the map per event, as many slots as objects
-    /// were registered since the last sweep plus 256, so that the work stays proportional to
-    /// registrations and a whole pass is never paid at once.
+    /// ``retainsRegisteredObjects``): a slice of the map per block, as many slots as the
+    /// previous block registered objects plus 256. The work stays proportional to
+    /// registrations, and a block that registers many objects (a large fetch, whose results
+    /// the caller holds) is not charged for looking at them at its own end.
     func sweepRegisteredObjects() {
         let count = registered.count
-        guard count > 0, !retainsRegisteredObjects else { return }
+        let share = 256 + registeredInPreviousBlock
+        registeredInPreviousBlock = max(0, count - registeredCountAtBlockEnd)
+        registeredCountAtBlockEnd = count
+        guard count > 0, !retainsRegisteredObjects, asynchronousFetchesInFlight == 0 else { return }
         var released: [ManagedObjectID] = []
         let tracksEvents = eventBaselines != nil
-        let removed = registered.sweep(limit: 256 + max(0, count - registeredCountAfterSweep)) { object in
+        let removed = registered.sweep(limit: share) { object in
             // Inserted, changed and deleted objects are held by the context's sets, never unique.
             guard !object.isDeletedStorage else { return false }
             let id = object.objectID
@@ -196,7 +207,7 @@ extension ManagedObjectContext {
             object.contextStorage = nil
             return true
         }
-        registeredCountAfterSweep = count - removed
+        registeredCountAtBlockEnd -= removed
         if !released.isEmpty { persistentStoreCoordinator.releaseCachedRows(released) }
     }
 }

@@ -106,8 +106,13 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     var fetchedPropertyValues: [ManagedObjectID: [String: [ManagedObjectID]]] = [:]
     /// The snapshot this context's reads see, when it is pinned (``setQueryGenerationFrom(_:)``).
     var queryGeneration: QueryGeneration?
-    /// Objects registered after the last sweep of the identity map (see ``sweepRegisteredObjects()``).
-    var registeredCountAfterSweep = 0
+    /// The identity map's count at the end of the previous block, and how many objects that
+    /// block registered: the next sweep's share (see ``sweepRegisteredObjects()``).
+    var registeredCountAtBlockEnd = 0
+    var registeredInPreviousBlock = 0
+    /// Asynchronous fetches under way: their objects are held until they finish, so the
+    /// blocks registering their batches do not sweep.
+    var asynchronousFetchesInFlight = 0
 
     /// A context on its own queue (or the main queue) over `coordinator`; with `readOnly`, one
     /// that reads from the store's read replica and cannot save (see ``isReadOnly``).
