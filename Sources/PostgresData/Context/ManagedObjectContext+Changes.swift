@@ -12,6 +12,7 @@ extension ManagedObjectContext {
     /// Core Data equivalent: `insert(_:)`. ``ManagedObject/init(context:)`` calls it.
     public func insert(_ object: ManagedObject) {
         assertOnQueue()
+        willChangeForUndo(object)
         let key = ObjectIdentifier(object)
         if object.isDeletedStorage, deletedSet[key] != nil {
             deletedSet[key] = nil
@@ -47,6 +48,7 @@ extension ManagedObjectContext {
         guard object.managedObjectContext === self, !object.isDeletedStorage else { return }
         let key = ObjectIdentifier(object)
         object.willAccessValues()
+        willChangeForUndo(object)
         object.prepareForDeletion()
         hookChanges?.append(object)
         object.isDeletedStorage = true

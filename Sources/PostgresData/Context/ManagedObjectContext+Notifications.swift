@@ -24,6 +24,7 @@ extension ManagedObjectContext {
     /// Posts an objects-did-change notification for the changes made since the last one.
     /// Core Data equivalent: `processPendingChanges()`.
     public func processPendingChanges() {
+        if !undoBaselines.isEmpty { registerUndoForEvent() }
         guard !pendingChanges.isEmpty else { return }
         if eventBaselines != nil {
             for id in pendingChanges.updated.union(pendingChanges.inserted) {

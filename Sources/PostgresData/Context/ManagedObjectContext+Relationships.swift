@@ -144,6 +144,7 @@ extension ManagedObjectContext {
         if relationship.isOrdered && relationship.isToMany {
             let order = objects.map(\.objectID)
             if relatedIDs(of: owner, at: index) != order {
+                willChangeForUndo(owner)
                 owner.relationshipSets[index]?.order = order
                 didChange(owner)
             }
@@ -153,6 +154,7 @@ extension ManagedObjectContext {
     /// Adds or removes one join-table link on one side.
     private func link(_ owner: ManagedObject, at index: Int, to id: ManagedObjectID, adding: Bool) {
         _ = loadedBase(of: owner, at: index)
+        willChangeForUndo(owner)
         var set = owner.relationshipSets[index]!
         if adding {
             if set.removed.remove(id) == nil, !set.ids.contains(id) { set.added.insert(id) }

@@ -27,6 +27,7 @@ extension ManagedObjectContext {
             if !object.relationshipSets.isEmpty { object.relationshipSets = [:] }
         }
         forgetChanges()
+        undoManagerStorage?.removeAllActions()
     }
 
     /// Forgets every registered object and unsaved change; objects held elsewhere become
@@ -35,6 +36,7 @@ extension ManagedObjectContext {
         assertOnQueue()
         unregisterAll()
         forgetChanges()
+        undoManagerStorage?.removeAllActions()
         advanceQueryGeneration()
         filledBatches = []
         fetchedPropertyValues = [:]
@@ -44,6 +46,7 @@ extension ManagedObjectContext {
     /// Empties the unsaved changes, the recorded errors and the pending notifications.
     private func forgetChanges() {
         deletesToPropagate = []
+        undoBaselines = [:]
         insertedSet = [:]
         updatedSet = [:]
         deletedSet = [:]

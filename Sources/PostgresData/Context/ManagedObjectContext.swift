@@ -110,6 +110,11 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     /// block registered: the next sweep's share (see ``sweepRegisteredObjects()``).
     var registeredCountAtBlockEnd = 0
     var registeredInPreviousBlock = 0
+    /// The undo manager changes are recorded with (``undoManager``), the state of each object
+    /// before its first change of the current event, and whether an undo is being applied.
+    var undoManagerStorage: UndoManager?
+    var undoBaselines: UndoBaselines = [:]
+    var isApplyingUndo = false
     /// Asynchronous fetches under way: their objects are held until they finish, so the
     /// blocks registering their batches do not sweep.
     var asynchronousFetchesInFlight = 0

@@ -146,13 +146,15 @@ extension ManagedObject {
         if isInsertedStorage {
             // Every value of an inserted object is written; nothing to track (but for the
             // willSave() hooks, which run again on the objects they change).
-            if let context = contextStorage, context.hookChanges != nil, values[index] != value {
+            if let context = contextStorage, context.hookChanges != nil || context.undoManagerStorage != nil, values[index] != value {
                 context.hookChanges?.append(self)
+                context.willChangeForUndo(self)
             }
             values[index] = value
             return
         }
         guard values[index] != value else { return }
+        contextStorage?.willChangeForUndo(self)
         values[index] = value
         if let snapshot, snapshot.values[index] == value {
             changedProperties.remove(index)
