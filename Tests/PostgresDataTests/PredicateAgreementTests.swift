@@ -23,10 +23,14 @@ import Testing
     static let strings: [String?] = [
         nil, "", " ", "a", "A", "abc", "ABC", "Ábc", "ábc", "café", "CAFÉ", "cafe", "Cafe", "naïve", "NAIVE",
         "ß", "Ünïcode", "unicode", "x%y", "x_y", "a*b", "Zoë", "zoe", "ñandú", "Ñ", "e\u{301}", "Œuvre", "ø",
+        "a\nb", "line1\nline2", "word boundary", "x.y", "abc\n",
     ]
     static let patterns = ["", "*", "a*", "*É", "caf?", "?", "*a*b*", "x%*", "x_y", "C*", "*e", "ñ*",
                            "a\\*b", "*\\**", "x\\?y", "\\\\*"]
-    static let expressions = ["", ".*", "a.*", "[a-c]+", ".*é.*", "CAF.", "[[:alpha:]]+", "x.y", "(a|b)c?"]
+    // ICU patterns, as Core Data reads them: options at the start, newline rules, \b, \Q…\E.
+    static let expressions = ["", ".*", "a.*", "[a-c]+", ".*é.*", "CAF.", "[[:alpha:]]+", "x.y", "(a|b)c?",
+                              "a.b", "(?s)a.b", "(?m)line1$\\s^line2", "(?sm)^line2$.*", "(?i)CAFÉ", "\\bword\\b.*",
+                              ".*\\bboundary", "\\Qx.y\\E", "(?x) a b c ", "line\\d\\nline\\d", "abc$", "[^\\n]+"]
     static let integers: [Int?] = [nil, -5, 0, 1, 7, 42, 100]
     static let doubles: [Double?] = [nil, -1.5, 0, 0.5, 3.25, 100]
 
@@ -73,6 +77,17 @@ import Testing
                 if fromSQL != inMemory { break }
                 checked += 1
                 if !fromSQL.isEmpty && fromSQL.count < objects.count { matchedSome += 1 }
+            }
+            // Every MATCHES pattern with every option, beyond the random draw.
+            for expression in Self.expressions {
+                for flags in ["", "[c]", "[d]", "[cd]"] {
+                    let predicate = try FetchPredicate(format: "label MATCHES\(flags) %@", expression)
+                    var request = FetchRequest<ManagedObjectID>(entityName: "Sample", predicate: predicate)
+                    request.includesPendingChanges = false
+                    let fromSQL = Set(try context.fetch(request))
+                    let inMemory = Set(try samples.filter { try predicate.evaluate(with: $0) }.map(\.objectID))
+                    #expect(fromSQL == inMemory, "label MATCHES\(flags) \(expression)")
+                }
             }
             return (checked, matchedSome)
         }

@@ -76,6 +76,23 @@ import Testing
         #expect(try await c.rawIntegers("SELECT count(*) FROM item") == [6])
     }
 
+    /// MATCHES reads ICU patterns, as Core Data does; what PostgreSQL cannot mean the same way
+    /// is refused before any query, naming the construct.
+    @Test func matchesRefusesICUConstructsWithoutAPostgreSQLMeaning() async throws {
+        let c = try await seeded()
+        #expect(try await names(c, "name MATCHES %@", "(?i)B\\d") == ["B2", "b1"])
+        #expect(try await names(c, "name MATCHES %@", "\\Qa1\\E|b\\d\\b") == ["a1", "b1"])
+        for (pattern, fragment) in [("a*+", "possessive"), ("(?i:a)1", "options inside the pattern"),
+                                    ("(?>a)1", "atomic"), ("(?<n>a)1", "named"), ("a[", "not one")] {
+            let error = await captureDataError { _ = try await self.names(c, "name MATCHES %@", pattern) }
+            guard case .invalidRequest(let reason)? = error else {
+                Issue.record("\(pattern): expected invalidRequest, got \(String(describing: error))")
+                continue
+            }
+            #expect(reason.contains(fragment), "\(pattern): \(reason)")
+        }
+    }
+
     @Test func keyPathsThroughRelationships() async throws {
         let c = try await seeded()
         #expect(try await names(c, "list.title == 'A'") == ["a1", "a2", "a3"])

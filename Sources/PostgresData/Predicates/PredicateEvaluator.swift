@@ -461,19 +461,13 @@ struct PredicateEvaluator {
         return p == pattern.endIndex
     }
 
-    /// The whole-string expression for a MATCHES pattern (`.` matches newlines, as in PostgreSQL).
+    /// The whole-string ICU expression for a MATCHES pattern, as Core Data runs it.
     private mutating func regularExpression(_ pattern: String, caseInsensitive: Bool) throws -> NSRegularExpression {
         let cacheKey = (caseInsensitive ? "i:" : "s:") + pattern
         if let cached = expressions[cacheKey] { return cached }
-        var options: NSRegularExpression.Options = [.dotMatchesLineSeparators]
-        if caseInsensitive { options.insert(.caseInsensitive) }
-        do {
-            let expression = try NSRegularExpression(pattern: "\\A(?:" + pattern + ")\\z", options: options)
-            expressions[cacheKey] = expression
-            return expression
-        } catch {
-            throw PostgresDataError.invalidRequest("MATCHES needs a regular expression, and \"\(pattern)\" is not one: \(error.localizedDescription)")
-        }
+        let expression = try RegularExpressionDialect.icu(pattern, caseInsensitive: caseInsensitive)
+        expressions[cacheKey] = expression
+        return expression
     }
 }
 

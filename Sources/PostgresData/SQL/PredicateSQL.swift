@@ -417,7 +417,21 @@ struct PredicateSQL {
             for other in others { parts.append("\(lhs) = \(folds ? fold(other, comparison) : other)") }
             if elements.contains(where: { $0 == .constant(.null) }) { parts.append("\(left.sql) IS NULL") }
             return parts.map { "(\($0))" }.joined(separator: " OR ")
-        case .contains, .beginsWith, .endsWith, .like, .matches:
+        case .matches:
+            if case .constant(.string(let pattern)) = comparison.right {
+                // An ICU pattern, as Core Data reads it, bound as the ARE with its meaning.
+                guard (left.type ?? .string) == .string else {
+                    throw PostgresDataError.invalidRequest("MATCHES compares strings, and \(left.key ?? "the left side") is \(left.type.map { "\($0)" } ?? "not a string")")
+                }
+                let folded = comparison.diacriticInsensitive
+                    ? TextFolding.fold(pattern, caseInsensitive: false, diacriticInsensitive: true) : pattern
+                let expression = try RegularExpressionDialect.postgres(folded, caseInsensitive: comparison.caseInsensitive)
+                let subject = TextFolding.sql(left.sql, caseInsensitive: false, diacriticInsensitive: comparison.diacriticInsensitive)
+                return "\(subject) ~ \(try bind(.string(expression), as: .string, key: left.key))"
+            }
+            let right = try operand(comparison.right, entity: entity, alias: alias, expected: .string, key: left.key)
+            return try stringMatch(left, right, comparison.op, comparison)
+        case .contains, .beginsWith, .endsWith, .like:
             let right = try operand(comparison.right, entity: entity, alias: alias, expected: .string, key: left.key)
             return try stringMatch(left, right, comparison.op, comparison)
         case .equal, .notEqual, .less, .lessOrEqual, .greater, .greaterOrEqual:
@@ -461,10 +475,11 @@ struct PredicateSQL {
             throw PostgresDataError.invalidRequest("\(op.rawValue) compares strings, and \(left.key ?? "the left side") is \(left.type.map { "\($0)" } ?? "not a string")")
         }
         if op == .matches {
-            // The regular expression keeps its case; `~*` ignores case instead.
+            // A pattern read from a column: anchored on the server with ICU's newline rules
+            // (mode `p`); `~*` ignores case.
             let subject = TextFolding.sql(left.sql, caseInsensitive: false, diacriticInsensitive: comparison.diacriticInsensitive)
             let pattern = TextFolding.sql(right.sql, caseInsensitive: false, diacriticInsensitive: comparison.diacriticInsensitive)
-            return "\(subject) \(comparison.caseInsensitive ? "~*" : "~") ('^(?:' || \(pattern) || ')$')"
+            return "\(subject) \(comparison.caseInsensitive ? "~*" : "~") ('(?p)\\A(?:' || \(pattern) || ')\\Z')"
         }
         let subject = fold(left.sql, comparison)
         // The pattern is built on the server from the bound value: LIKE's own wildcards in
