@@ -23,7 +23,7 @@ import Testing
     static let strings: [String?] = [
         nil, "", " ", "a", "A", "abc", "ABC", "Ábc", "ábc", "café", "CAFÉ", "cafe", "Cafe", "naïve", "NAIVE",
         "ß", "Ünïcode", "unicode", "x%y", "x_y", "a*b", "Zoë", "zoe", "ñandú", "Ñ", "e\u{301}", "Œuvre", "ø",
-        "a\nb", "line1\nline2", "word boundary", "x.y", "abc\n",
+        "a\nb", "line1\nline2", "word boundary", "x.y", "abc\n", "😀x",
     ]
     static let patterns = ["", "*", "a*", "*É", "caf?", "?", "*a*b*", "x%*", "x_y", "C*", "*e", "ñ*",
                            "a\\*b", "*\\**", "x\\?y", "\\\\*"]
@@ -133,7 +133,14 @@ import Testing
                          "7 IN[c] {20, 7, 18}", "count IN[c] {20, 7, 18}", "count ** 2 > 40", "2 ** count < 100",
                          "score ** 2 >= 1 AND count * 2 ** 2 > 3", "CAST(count, 'NSString') == '7'",
                          "CAST(score, 'NSDate') > CAST(0, 'NSDate')", "CAST(CAST(score, 'NSDate'), 'NSNumber') == score",
-                         "CAST('1.5', 'NSNumber') < score", "CAST(score, 'NSString') == '100'"]
+                         "CAST('1.5', 'NSNumber') < score", "CAST(score, 'NSString') == '100'",
+                         "FUNCTION(label, 'uppercaseString') == 'ABC'", "FUNCTION(title, 'uppercaseString') BEGINSWITH 'CAF'",
+                         "FUNCTION(label, 'uppercaseString') == FUNCTION(title, 'uppercaseString')",
+                         "FUNCTION(label, 'lowercaseString') == 'cafe'", "FUNCTION(label, 'length') == 2",
+                         "FUNCTION(title, 'length') > 4", "FUNCTION(count, 'stringValue') == '7'",
+                         "FUNCTION(score, 'integerValue') == 3", "FUNCTION(score, 'intValue') < 0",
+                         "FUNCTION(count, 'boolValue') == YES", "FUNCTION(score, 'doubleValue') > 1",
+                         "FUNCTION(flag, 'integerValue') == 1"]
             return (forms.randomElement(using: &random)!, [])
         case 8:
             return (["TRUEPREDICATE", "FALSEPREDICATE"].randomElement(using: &random)!, [])

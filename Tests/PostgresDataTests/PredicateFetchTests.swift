@@ -93,6 +93,23 @@ import Testing
         }
     }
 
+    /// FUNCTION(value, 'method') for the NSString and NSNumber methods with a SQL meaning;
+    /// others are refused when the format is parsed, naming those that work.
+    @Test func functionCallsTheMethodsWithASQLMeaning() async throws {
+        let c = try await seeded()
+        #expect(try await names(c, "FUNCTION(name, 'uppercaseString') == 'B2'") == ["B2"])
+        #expect(try await names(c, "FUNCTION(name, 'length') > 2") == ["lonely"])
+        #expect(try await names(c, "FUNCTION(weight, 'stringValue') == '20'") == ["b1"])
+        #expect(throws: PredicateSyntaxError.self) { try FetchPredicate(format: "FUNCTION(name, 'reversed') == 'x'") }
+        #expect(throws: PredicateSyntaxError.self) { try FetchPredicate(format: "FUNCTION(name, 'length', 2) == 'x'") }
+        let error = await captureDataError { _ = try await self.names(c, "FUNCTION(weight, 'uppercaseString') == 'X'") }
+        guard case .invalidRequest(let reason)? = error else {
+            Issue.record("expected invalidRequest, got \(String(describing: error))")
+            return
+        }
+        #expect(reason.contains("needs a string"))
+    }
+
     @Test func keyPathsThroughRelationships() async throws {
         let c = try await seeded()
         #expect(try await names(c, "list.title == 'A'") == ["a1", "a2", "a3"])

@@ -70,6 +70,7 @@ extension PredicateNode {
             case .arithmetic(let op, let left, let right): .arithmetic(op, mapped(left), mapped(right))
             case .negated(let inner): .negated(mapped(inner))
             case .cast(let inner, let type): .cast(mapped(inner), type)
+            case .function(let inner, let method): .function(mapped(inner), method)
             default: value
             }
         }
@@ -109,6 +110,7 @@ extension PredicateValue {
         case .arithmetic(let op, let left, let right): .arithmetic(op, left.substituting(value), right.substituting(value))
         case .negated(let inner): .negated(inner.substituting(value))
         case .cast(let inner, let type): .cast(inner.substituting(value), type)
+        case .function(let inner, let method): .function(inner.substituting(value), method)
         case .subquery(let collection, let variable, let predicate):
             // The subquery's own variable stays.
             .subquery(collection: collection, variable: variable,

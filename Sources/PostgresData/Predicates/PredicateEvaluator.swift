@@ -170,6 +170,9 @@ struct PredicateEvaluator {
         case .cast(let inner, let type):
             let value = try operand(inner, on: object, expected: nil, key: key)
             return Operand(value: try Self.cast(value.value, to: type, key: value.key), type: type)
+        case .function(let inner, let method):
+            let value = try operand(inner, on: object, expected: nil, key: key)
+            return try Self.call(method, on: value.value, type: value.type, key: value.key)
         case .negated(let inner):
             let value = try operand(inner, on: object, expected: expected, key: key)
             return Operand(value: try Self.arithmetic(.subtract, .integer(0), value.value), type: value.type)
@@ -204,6 +207,44 @@ struct PredicateEvaluator {
         default: break
         }
         throw PostgresDataError.invalidRequest("CAST of \(key ?? "a value") (\(value.typeName)) to \(type) has no meaning")
+    }
+
+    /// `FUNCTION(value, 'method')` as the SQL compiler reads it.
+    private static func call(_ method: PredicateValue.Method, on value: AttributeValue, type: AttributeType?, key: String?) throws -> Operand {
+        let resultType: AttributeType = switch method {
+        case .uppercaseString, .lowercaseString, .stringValue: .string
+        case .length, .integerValue: .integer64
+        case .doubleValue: .double
+        case .boolValue: .boolean
+        }
+        func refused() -> PostgresDataError {
+            .invalidRequest("FUNCTION(\(key ?? "a value"), '\(method.rawValue)') needs \(method.receiver), and \(key ?? "the value") is \(type.map { "\($0)" } ?? value.typeName)")
+        }
+        if let type, !method.accepts(type) { throw refused() }
+        if value.isNull { return Operand(value: .null, type: resultType) }
+        switch (method, value) {
+        case (.uppercaseString, .string(let text)):
+            // Character by character, as PostgreSQL's upper() maps: "ß" stays "ß".
+            var upper = String.UnicodeScalarView()
+            for scalar in text.unicodeScalars {
+                let mapped = scalar.properties.uppercaseMapping.unicodeScalars
+                if mapped.count == 1, let single = mapped.first { upper.append(single) } else { upper.append(scalar) }
+            }
+            return Operand(value: .string(String(upper)), type: resultType)
+        case (.lowercaseString, .string(let text)): return Operand(value: .string(text.lowercased()), type: resultType)
+        case (.length, .string(let text)): return Operand(value: .integer(Int64(text.utf16.count)), type: resultType)
+        case (.stringValue, _): return Operand(value: try cast(value, to: .string, key: key), type: resultType)
+        case (.doubleValue, _): return Operand(value: try cast(value, to: .double, key: key), type: resultType)
+        case (.integerValue, .boolean(let flag)): return Operand(value: .integer(flag ? 1 : 0), type: resultType)
+        case (.integerValue, _):
+            guard let number = value.numericValue, number.isFinite, abs(number) < 9.2e18 else { throw refused() }
+            return Operand(value: .integer(Int64(number.rounded(.towardZero))), type: resultType)
+        case (.boolValue, .boolean): return Operand(value: value, type: resultType)
+        case (.boolValue, _):
+            guard let number = value.numericValue else { throw refused() }
+            return Operand(value: .boolean(number != 0), type: resultType)
+        default: throw refused()
+        }
     }
 
     private static func aggregate(_ function: PredicateValue.Aggregate, of values: [AttributeValue],

@@ -328,6 +328,24 @@ struct PredicateParser {
                     throw error("CAST to \(name) has no meaning here; cast to NSDate, NSNumber, NSString or NSDecimalNumber", at: token)
                 }
                 return .cast(value, type)
+            case "FUNCTION" where position + 1 < tokens.count && tokens[position + 1].kind == .symbol("("):
+                position += 2
+                try enterNesting("FUNCTION")
+                let value = try parseValue()
+                depth -= 1
+                try expect(symbol: ",", "after FUNCTION's receiver")
+                guard case .constant(.string(let selector)) = try parseFactor() else {
+                    throw error("FUNCTION takes a method name in quotes: FUNCTION(name, 'uppercaseString')", at: token)
+                }
+                let known = PredicateValue.Method.allCases.map(\.rawValue).joined(separator: ", ")
+                guard let method = PredicateValue.Method(selector: selector) else {
+                    throw error("FUNCTION(…, '\(selector)') has no meaning in SQL; the methods that do are \(known) (compute others in Swift after fetching, or store them as a derived attribute)", at: token)
+                }
+                guard case .symbol(")") = current.kind else {
+                    throw error("FUNCTION(…, '\(selector)') takes no arguments", at: current)
+                }
+                position += 1
+                return .function(value, method)
             default:
                 if name.lowercased() == "now", case .symbol("(") = tokens[min(position + 1, tokens.count - 1)].kind {
                     position += 2

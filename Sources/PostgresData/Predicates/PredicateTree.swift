@@ -94,6 +94,37 @@ public indirect enum PredicateValue: Sendable, Hashable {
     /// read as another type, with Core Data's meaning — a number cast to a date counts
     /// seconds from 2001-01-01, a date cast to a number gives them back.
     case cast(PredicateValue, AttributeType)
+    /// `FUNCTION(value, 'uppercaseString')`: a method Core Data would call on the value, for
+    /// the methods with a meaning in SQL (``Method``).
+    case function(PredicateValue, Method)
+
+    /// The methods `FUNCTION(value, 'method')` may name: those of `NSString` and `NSNumber`
+    /// that PostgreSQL computes the same way.
+    public enum Method: String, Sendable, Hashable, CaseIterable {
+        /// `upper(…)` of a string.
+        case uppercaseString
+        /// `lower(…)` of a string.
+        case lowercaseString
+        /// A string's length in UTF-16 code units, as `NSString.length` counts.
+        case length
+        /// A number or date as a string (``cast(_:_:)`` to `NSString`).
+        case stringValue
+        /// A number (or numeric string) as a double (`CAST` to `NSNumber`).
+        case doubleValue
+        /// A number truncated toward zero (`intValue`, `integerValue`, `longLongValue`).
+        case integerValue
+        /// A number's truth: not zero.
+        case boolValue
+
+        /// The method a selector names (`intValue` and its kin read as ``integerValue``).
+        init?(selector: String) {
+            switch selector {
+            case "intValue", "longValue", "longLongValue", "integerValue", "int64Value": self = .integerValue
+            case "floatValue", "doubleValue": self = .doubleValue
+            default: self.init(rawValue: selector)
+            }
+        }
+    }
 
     /// Key-path aggregates.
     public enum Aggregate: String, Sendable, Hashable {
@@ -126,5 +157,27 @@ extension PredicateComparison {
     func membership(rest: [String]) -> PredicateComparison {
         PredicateComparison(left: .keyPath(rest.isEmpty ? ["id"] : rest), op: .equal, caseInsensitive: caseInsensitive,
                             diacriticInsensitive: diacriticInsensitive, right: left)
+    }
+}
+
+extension PredicateValue.Method {
+    /// What the method's receiver must be, for error messages.
+    var receiver: String {
+        switch self {
+        case .uppercaseString, .lowercaseString, .length: "a string"
+        case .stringValue: "a number, date or string"
+        case .doubleValue: "a number or a numeric string"
+        case .integerValue, .boolValue: "a number or a Boolean"
+        }
+    }
+
+    /// True when a value of `type` can receive the method.
+    func accepts(_ type: AttributeType) -> Bool {
+        switch self {
+        case .uppercaseString, .lowercaseString, .length: type == .string
+        case .stringValue: type != .codable && type != .binaryData
+        case .doubleValue: type.isNumeric || type == .string || type == .date
+        case .integerValue, .boolValue: type.isNumeric || type == .boolean
+        }
     }
 }

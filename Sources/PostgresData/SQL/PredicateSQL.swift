@@ -260,6 +260,26 @@ struct PredicateSQL {
             default:
                 throw PostgresDataError.invalidRequest("CAST of \(value.key ?? "a value") (\(value.type.map { "\($0)" } ?? "unknown type")) to \(type) has no meaning")
             }
+        case .function(let inner, let method):
+            let value = try operand(inner, entity: entity, alias: alias, expected: nil, key: key)
+            if let type = value.type, !method.accepts(type) {
+                throw PostgresDataError.invalidRequest("FUNCTION(\(value.key ?? "a value"), '\(method.rawValue)') needs \(method.receiver), and \(value.key ?? "the value") is \(type)")
+            }
+            switch method {
+            case .uppercaseString: return Operand(sql: "upper(\(value.sql))", type: .string)
+            case .lowercaseString: return Operand(sql: "lower(\(value.sql))", type: .string)
+            case .length:
+                // UTF-16 code units, as NSString counts: characters beyond the BMP count twice.
+                return Operand(sql: "(char_length(\(value.sql)) + char_length(regexp_replace(\(value.sql), '[^\\U00010000-\\U0010FFFF]', '', 'g')))::int8", type: .integer64)
+            case .stringValue: return try operand(.cast(inner, .string), entity: entity, alias: alias, expected: nil, key: key)
+            case .doubleValue: return try operand(.cast(inner, .double), entity: entity, alias: alias, expected: nil, key: key)
+            case .integerValue:
+                if value.type == .boolean { return Operand(sql: "(\(value.sql))::int4::int8", type: .integer64) }
+                return Operand(sql: "trunc((\(value.sql))::numeric)::int8", type: .integer64)
+            case .boolValue:
+                if value.type == .boolean { return value }
+                return Operand(sql: "((\(value.sql)) <> 0)", type: .boolean)
+            }
         case .negated(let inner):
             let value = try operand(inner, entity: entity, alias: alias, expected: expected, key: key)
             return Operand(sql: "(-\(value.sql))", type: value.type)
