@@ -314,14 +314,7 @@ struct PredicateParser {
                 position += 1
                 return try parseSubquery(at: token)
             case "CAST" where position + 1 < tokens.count && tokens[position + 1].kind == .symbol("("):
-                position += 2
-                try enterNesting("CAST")
-                let value = try parseValue()
-                depth -= 1
-                try expect(symbol: ",", "after CAST's value")
-                guard case .constant(.string(let name)) = try parseFactor() else {
-                    throw error("CAST takes a type name in quotes: CAST(value, 'NSDate')", at: token)
-                }
+                let (value, name) = try parseValueAndQuotedName("CAST", at: token, example: "CAST(value, 'NSDate')")
                 try expect(symbol: ")", "to close CAST(")
                 let types: [String: AttributeType] = ["NSDate": .date, "NSNumber": .double, "NSString": .string, "NSDecimalNumber": .decimal]
                 guard let type = types[name] else {
@@ -329,14 +322,7 @@ struct PredicateParser {
                 }
                 return .cast(value, type)
             case "FUNCTION" where position + 1 < tokens.count && tokens[position + 1].kind == .symbol("("):
-                position += 2
-                try enterNesting("FUNCTION")
-                let value = try parseValue()
-                depth -= 1
-                try expect(symbol: ",", "after FUNCTION's receiver")
-                guard case .constant(.string(let selector)) = try parseFactor() else {
-                    throw error("FUNCTION takes a method name in quotes: FUNCTION(name, 'uppercaseString')", at: token)
-                }
+                let (value, selector) = try parseValueAndQuotedName("FUNCTION", at: token, example: "FUNCTION(name, 'uppercaseString')")
                 let known = PredicateValue.Method.allCases.map(\.rawValue).joined(separator: ", ")
                 guard let method = PredicateValue.Method(selector: selector) else {
                     throw error("FUNCTION(…, '\(selector)') has no meaning in SQL; the methods that do are \(known) (compute others in Swift after fetching, or store them as a derived attribute)", at: token)
@@ -396,6 +382,19 @@ struct PredicateParser {
             }
         }
         return .keyPath(components)
+    }
+
+    /// `KEYWORD(value, 'name'`: the value and the quoted name after it (the caller reads on).
+    private mutating func parseValueAndQuotedName(_ keyword: String, at token: Token, example: String) throws(PredicateSyntaxError) -> (PredicateValue, String) {
+        position += 2
+        try enterNesting(keyword)
+        let value = try parseValue()
+        depth -= 1
+        try expect(symbol: ",", "after \(keyword)'s first argument")
+        guard case .constant(.string(let name)) = try parseFactor() else {
+            throw error("\(keyword) takes a name in quotes: \(example)", at: token)
+        }
+        return (value, name)
     }
 
     private mutating func parseSubquery(at token: Token) throws(PredicateSyntaxError) -> PredicateValue {
