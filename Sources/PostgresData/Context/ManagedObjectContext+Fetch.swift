@@ -136,19 +136,23 @@ extension ManagedObjectContext {
             let keys = try await store { access in try await coordinator.fetchIntegers(sql: sql, bindings: bindings, access: access) }
             objects = keys.map { object(with: ManagedObjectID(entity: entity, primaryKey: $0)) }
         } else {
-            let (sql, bindings) = try storeRequest.sql(for: entity, columns: PersistentStoreCoordinator.selectList(entity),
+            // propertiesToFetch on objects: the other columns are read as NULL, the objects partial.
+            let missing = try Self.missingProperties(of: entity, fetching: request.propertiesToFetch,
+                                                     sortedBy: request.sortDescriptors.map(\.key))
+            let (sql, bindings) = try storeRequest.sql(for: entity, columns: PersistentStoreCoordinator.selectList(entity, missing: missing),
                                                         excluding: pending.excludedKeys)
             activeSpan?.noteQuery(sql)
-            let cachesRows = request.returnsObjectsAsFaults && !readsOutsideRowCache
+            let cachesRows = request.returnsObjectsAsFaults && !readsOutsideRowCache && missing == nil
             var query = try await store { access in
                 try await coordinator.querySnapshots(sql: sql, bindings: bindings, entity: entity,
                                                      batchSize: Self.fetchStreamBatchSize, cachesRows: cachesRows, access: access)
             }
             var registered: [ManagedObject] = []
             func register(_ batch: SnapshotBatch) {
-                registered.append(contentsOf: self.register(batch.rows, entity: entity, asFaults: request.returnsObjectsAsFaults,
-                                                            sharesRows: request.returnsObjectsAsFaults,
-                                                            refreshingChanged: request.shouldRefreshRefetchedObjects))
+                registered.append(contentsOf: self.register(batch.rows, entity: entity, asFaults: request.returnsObjectsAsFaults && missing == nil,
+                                                            sharesRows: request.returnsObjectsAsFaults && missing == nil,
+                                                            refreshingChanged: request.shouldRefreshRefetchedObjects && missing == nil,
+                                                            missing: missing))
             }
             if query.rest != nil {
                 var rest = query.rest
@@ -191,6 +195,32 @@ extension ManagedObjectContext {
             try await prefetch(request.relationshipKeyPathsForPrefetching, for: objects, entity: entity)
         }
         return objects
+    }
+
+    /// The stored properties an object fetch with `propertiesToFetch` leaves unread (nil: it
+    /// reads them all). Core Data's partial objects: the rest loads on first access.
+    /// The sort keys of the object's own are read too, for merging unsaved objects in order.
+    static func missingProperties(of entity: EntityDescription, fetching properties: [FetchedProperty]?,
+                                  sortedBy sortKeys: [String] = []) throws -> PropertySet? {
+        guard let properties else { return nil }
+        var fetched = Set<Int>()
+        for key in sortKeys { if let index = entity.propertyIndex(named: key) { fetched.insert(index) } }
+        for property in properties {
+            guard case .keyPath(let name) = property else {
+                throw PostgresDataError.invalidRequest("propertiesToFetch of a fetch of \(entity.name) objects names properties, not expressions (\(property.name)); fetch dictionaries for expressions")
+            }
+            if entity.propertyIndex(named: name) == nil, let elements = entity.compositeIndices(named: name) {
+                fetched.formUnion(elements)
+                continue
+            }
+            guard let index = entity.propertyIndex(named: name), entity.columnIndices.contains(index) else {
+                throw PostgresDataError.invalidRequest("propertiesToFetch of a fetch of \(entity.name) objects names \"\(name)\", which is not one of its attributes or to-one relationships (\(entity.columnIndices.map { entity.properties[$0].name }.joined(separator: ", ")))")
+            }
+            fetched.insert(index)
+        }
+        var missing = PropertySet()
+        for index in entity.columnIndices where !fetched.contains(index) { missing.insert(index) }
+        return missing.isEmpty ? nil : missing
     }
 
     /// The request the store runs: with pending changes, the window (offset, limit) is cut

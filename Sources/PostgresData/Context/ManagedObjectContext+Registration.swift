@@ -73,8 +73,13 @@ extension ManagedObjectContext {
     /// filled here hold their rows themselves and the row cache is not touched.
     /// Rows `fromReplica` (or read by a pinned context) never enter the row cache (they may be
     /// older than its rows): their objects hold them.
+    ///
+    /// With `missing` (a fetch with ``FetchRequest/propertiesToFetch``), the rows hold NULL for
+    /// those properties: the objects filled here keep them to themselves, marked partial, and
+    /// load the whole row when one of them is read; objects already filled keep theirs.
     func register(_ rows: [(Int64, RowSnapshot)], entity: EntityDescription, asFaults requestedFaults: Bool = false,
-                  sharesRows: Bool = true, fromReplica: Bool? = nil, refreshingChanged: Bool = false) -> [ManagedObject] {
+                  sharesRows: Bool = true, fromReplica: Bool? = nil, refreshingChanged: Bool = false,
+                  missing: PropertySet? = nil) -> [ManagedObject] {
         let fromReplica = (fromReplica ?? readsFromReplica) || queryGeneration != nil
         let asFaults = requestedFaults && !fromReplica
         let shares = (sharesRows || asFaults) && !fromReplica
@@ -95,6 +100,12 @@ extension ManagedObjectContext {
                 makeRegisteredObject(id, entity: entity, snapshot: snapshot, asFaults: asFaults)
             }
             objects.append(object)
+            if let missing, isNew || object.isFaultStorage {
+                object.fill(with: snapshot)
+                object.missingProperties = missing
+                awakened.append(object)
+                continue
+            }
             if isNew {
                 if !asFaults { awakened.append(object) }
                 if shares {

@@ -113,6 +113,7 @@ extension ManagedObjectContext {
         defer { object.didTurnIntoFault() }
         object.values = []
         object.snapshot = nil
+        object.missingProperties = nil
         object.changedProperties.removeAll()
         object.relationshipSets = [:]
         object.isFaultStorage = true
@@ -139,6 +140,7 @@ extension ManagedObjectContext {
         for index in local where index < object.values.count { merged[index] = object.values[index] }
         object.values = merged
         object.snapshot = snapshot
+        object.missingProperties = nil
         object.changedProperties.removeAll()
         for index in local where merged[index] != snapshot.values[index] { object.changedProperties.insert(index) }
         object.isFaultStorage = false

@@ -57,6 +57,7 @@ open class ManagedObject: Hashable, CustomStringConvertible {
         var faultingBatch: FaultingBatch?
         var allocatedKey: Int64 = 0
         var changedBeyond64: Set<Int> = []
+        var missingProperties: PropertySet?
     }
 
     private func madeExtras() -> Extras {
@@ -70,7 +71,7 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     /// given up): saved and refreshed objects go back to one allocation.
     private func dropEmptyExtras() {
         guard let extras, extras.relationshipSets.isEmpty, extras.faultingBatch == nil, extras.allocatedKey == 0,
-              extras.changedBeyond64.isEmpty else { return }
+              extras.changedBeyond64.isEmpty, extras.missingProperties == nil else { return }
         self.extras = nil
     }
 
@@ -102,6 +103,18 @@ open class ManagedObject: Hashable, CustomStringConvertible {
             guard newValue != 0 || extras != nil else { return }
             madeExtras().allocatedKey = newValue
             if newValue == 0 { dropEmptyExtras() }
+        }
+    }
+
+    /// For an object a fetch with ``FetchRequest/propertiesToFetch`` filled: the stored
+    /// properties it did not read (they hold NULL until the whole row is loaded, at the first
+    /// access to one of them or to the object as a whole). Nil for a whole object.
+    var missingProperties: PropertySet? {
+        get { extras?.missingProperties }
+        set {
+            guard newValue != nil || extras != nil else { return }
+            madeExtras().missingProperties = newValue
+            if newValue == nil { dropEmptyExtras() }
         }
     }
 
@@ -148,6 +161,7 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     /// fault. Changed properties are left to the caller.
     func fill(with snapshot: RowSnapshot) {
         let snapshot = snapshot.decoded()
+        if extras?.missingProperties != nil { missingProperties = nil }
         valuesInSnapshot = false
         rowStorage = snapshot
         if snapshot.isShared {
@@ -395,7 +409,22 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     /// Fills a fault before its values are read.
     @inline(__always)
     final func willAccessValues() {
-        if isFaultStorage { fulfillFault() }
+        if isFaultStorage {
+            fulfillFault()
+        } else if extras?.missingProperties != nil {
+            loadMissingProperties()
+        }
+    }
+
+    /// Loads the whole row of an object a fetch filled only partly: it becomes a fault again,
+    /// filled as any fault is (row cache, query, a row gone reading as deleted).
+    private func loadMissingProperties() {
+        missingProperties = nil
+        guard managedObjectContext != nil else { return }
+        values = []
+        snapshot = nil
+        isFaultStorage = true
+        fulfillFault()
     }
 
     private func fulfillFault() {

@@ -30,7 +30,13 @@ public struct FetchRequest<Result>: Sendable {
     /// Objects, IDs, dictionaries or a count.
     public var resultType: FetchRequestResultType
     /// For dictionary results: the key paths and aggregates to return (all attributes and
-    /// to-one relationships when nil).
+    /// to-one relationships when nil). For object results: the attributes and to-one
+    /// relationships to read; the objects are partially filled, as in Core Data — the
+    /// properties named (and the sort keys) read without a query, and the first access to
+    /// another loads the whole row. Partial rows never enter the coordinator's row cache.
+    /// Batched, asynchronous and hierarchy fetches read whole rows.
+    ///
+    /// Core Data equivalent: `propertiesToFetch`.
     public var propertiesToFetch: [FetchedProperty]?
     /// For dictionary results: the key paths rows are grouped by (`GROUP BY`); every key
     /// path of ``propertiesToFetch`` must be one of them.

@@ -77,6 +77,16 @@ extension PersistentStoreCoordinator {
             .joined(separator: ", ")
     }
 
+    /// ``selectList(_:alias:)`` with the `missing` properties read as NULL of their column's
+    /// type (`CASE WHEN false THEN … END`), so that the row decodes as a whole one does.
+    static func selectList(_ entity: EntityDescription, alias: String = "t", missing: PropertySet?) -> String {
+        guard let missing else { return selectList(entity, alias: alias) }
+        return (["\(alias).\"id\"", "\(alias).xmin"] + entity.columnIndices.map { index in
+            let column = "\(alias).\(quoteIdentifier(entity.columnName(of: index)))"
+            return missing.contains(index) ? "CASE WHEN false THEN \(column) END" : column
+        }).joined(separator: ", ")
+    }
+
     /// Decodes a row selected with ``selectList(_:alias:)``.
     static func decodeSnapshot(_ row: Row, entity: EntityDescription) throws -> (Int64, RowSnapshot) {
         let key = try row.decode(Int64.self, at: 0)
