@@ -50,7 +50,7 @@ public final class EntityDescription: @unchecked Sendable, Hashable, CustomStrin
     private(set) var destinations: [Int: EntityDescription] = [:]
     private(set) var inverseIndices: [Int: Int] = [:]
     /// The property indices stored as columns of ``tableName``, in table order after `id`.
-    private(set) var columnIndices: [Int] = []
+    package private(set) var columnIndices: [Int] = []
     /// How each column of ``columnIndices`` decodes: an attribute's type, or the entity a
     /// foreign key points at (precomputed: the per-row path copies no descriptions).
     private(set) var columnDecodings: [ColumnDecoding] = []
@@ -143,7 +143,7 @@ public final class EntityDescription: @unchecked Sendable, Hashable, CustomStrin
     func storage(of index: Int) -> RelationshipStorage { relationshipStorage[index]! }
 
     /// The column name of a stored property (attribute or foreign key).
-    func columnName(of index: Int) -> String {
+    package func columnName(of index: Int) -> String {
         switch properties[index] {
         case .attribute(let attribute): return attribute.columnName
         case .relationship:

@@ -94,6 +94,9 @@ public final class PersistentStoreCoordinator: Sendable {
         ///
         /// No Core Data equivalent.
         public var readReplicaConfiguration: Configuration?
+        /// Set by a staged migration's custom step: the model's required columns may still
+        /// allow NULL when the store loads.
+        package var allowsPendingNotNull = false
 
         /// Options; the defaults check the schema, open at most 8 connections, save in read
         /// committed, keep no history and read from no replica.
@@ -125,7 +128,8 @@ public final class PersistentStoreCoordinator: Sendable {
         var replica: ReadReplica?
         do {
             let (sequences, start) = try await pool.withConnection(resettingSession: false) { connection in
-                let sequences = try await SchemaCheck(model: managedObjectModel).prepare(connection, create: options.createSchemaIfMissing)
+                let check = SchemaCheck(model: managedObjectModel, allowsPendingNotNull: options.allowsPendingNotNull)
+                let sequences = try await check.prepare(connection, create: options.createSchemaIfMissing)
                 guard options.persistentHistoryTracking else { return (sequences, PersistentHistoryToken?.none) }
                 try await HistorySchema.prepare(connection)
                 let now = try await connection.query("SELECT pg_current_snapshot()::text")[0].decode(String.self, at: 0)

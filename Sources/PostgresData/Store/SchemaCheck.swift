@@ -4,6 +4,9 @@ import PostgresClient
 /// tables when none exist and the caller allows it.
 struct SchemaCheck {
     let model: ManagedObjectModel
+    /// During a staged migration's custom step: columns the model requires may still allow
+    /// NULL (the stage sets NOT NULL once the step has filled them).
+    var allowsPendingNotNull = false
 
     /// Checks (or creates) the schema; returns the identity sequence of each entity.
     func prepare(_ connection: Connection, create: Bool) async throws -> [String] {
@@ -178,7 +181,7 @@ struct SchemaCheck {
                 }
                 if actual.type != column.type {
                     differences.append(.type(table: table, column: column.column, expected: column.type, actual: actual.type))
-                } else if actual.nullable != column.nullable {
+                } else if actual.nullable != column.nullable && !(allowsPendingNotNull && actual.nullable) {
                     differences.append(.nullability(table: table, column: column.column, nullable: !actual.nullable))
                 }
             }

@@ -25,6 +25,9 @@ struct MigrationSession {
         if migration.isTransactional {
             try refuseTransactionControl(statements, in: migration)
             onEvent(.started(migration, direction: .up, statementCount: statements.count, resumingAt: 0))
+            // A staged migration's custom step: its code, then its record (run again, whole,
+            // after a run that died in between).
+            if let action = migration.action { try await action() }
             try await runInTransaction(statements, of: migration) { connection in
                 try await history.recordApplied(migration, duration: clock.now - start, appliedBy: appliedBy, on: connection)
             }

@@ -37,6 +37,8 @@ public struct Migration: Sendable {
     public let lockTimeout: String?
     /// This file's `statement_timeout`, when it overrides the runner's.
     public let statementTimeout: String?
+    /// Swift code a staged migration's custom step runs before its statements (nil for a file).
+    var action: (@Sendable () async throws -> Void)?
 
     /// The checksum recorded when the migration is applied.
     public var checksum: MigrationChecksum { MigrationChecksum(of: up.sql) }
@@ -117,6 +119,7 @@ public struct Migration: Sendable {
         isTransactional = transactional
         self.lockTimeout = lockTimeout
         self.statementTimeout = statementTimeout
+        self.action = nil
     }
 
     /// True for a duration the timeouts accept: digits and an optional unit (`ms`, `s`,

@@ -1,0 +1,198 @@
+import PostgresClient
+import PostgresData
+
+/// The SQL of one stage, from one model version's schema to the next, in the order that
+/// keeps a populated database available: pure planning, tested without a server.
+///
+/// - ``expand`` (one transaction, short locks): renames, new tables, new columns (allowing
+///   NULL), a dropped column's NOT NULL lifted, `CHECK` and foreign-key constraints
+///   `NOT VALID`, type changes, triggers.
+/// - ``indexes`` (outside a transaction, one statement at a time): `CREATE INDEX
+///   CONCURRENTLY IF NOT EXISTS`, also for unique constraints.
+/// - (a custom stage's code runs here)
+/// - ``validate`` (outside a transaction): `VALIDATE CONSTRAINT` (a scan that blocks no
+///   writes), unique constraints attached to their index, `SET NOT NULL` through a
+///   validated `CHECK (… IS NOT NULL)` (no second scan).
+/// - ``contract`` (outside a transaction): what the new version no longer has is dropped,
+///   `IF EXISTS`, indexes concurrently.
+///
+/// Every statement outside a transaction can run twice harmlessly, so a run that dies
+/// resumes after the last one recorded.
+struct StagePlan: Sendable {
+    var expand: [String] = []
+    var indexes: [String] = []
+    var validate: [String] = []
+    var contract: [String] = []
+    /// What the plan leaves alone or does at a cost (a type change rewrites its table).
+    var notes: [String] = []
+
+    init(from old: ModelVersion, to new: ModelVersion) {
+        var before = old.model.schemaDescription
+        let after = new.model.schemaDescription
+        renames(old, new, in: &before, target: after)
+        var foreignKeys: [String] = []
+        for table in after.tables {
+            let quoted = quoteIdentifier(table.name)
+            guard let existing = before.table(named: table.name) else {
+                expand.append(Self.createTable(table))
+                for constraint in table.constraints where constraint.kind == .foreignKey {
+                    foreignKeys.append("ALTER TABLE \(quoted) ADD CONSTRAINT \(quoteIdentifier(constraint.name)) \(constraint.definition) NOT VALID")
+                    validate.append("ALTER TABLE \(quoted) VALIDATE CONSTRAINT \(quoteIdentifier(constraint.name))")
+                }
+                indexes += table.indexes.map { Self.concurrently($0.definition) }
+                continue
+            }
+            for column in table.columns {
+                let name = quoteIdentifier(column.name)
+                guard let current = existing.columns.first(where: { $0.name == column.name }) else {
+                    var added = column
+                    added.isNullable = true
+                    expand.append("ALTER TABLE \(quoted) ADD COLUMN \(SchemaDiff.columnDefinition(added))")
+                    if !column.isNullable { requireNotNull(table.name, column.name) }
+                    continue
+                }
+                if current.type != column.type {
+                    expand.append("ALTER TABLE \(quoted) ALTER COLUMN \(name) TYPE \(column.type) USING \(name)::\(column.type)")
+                    notes.append("\(table.name).\(column.name) changes type (\(current.type) → \(column.type)): the table is rewritten under an exclusive lock")
+                }
+                if current.isNullable && !column.isNullable {
+                    requireNotNull(table.name, column.name)
+                } else if !current.isNullable && column.isNullable {
+                    expand.append("ALTER TABLE \(quoted) ALTER COLUMN \(name) DROP NOT NULL")
+                }
+            }
+            for column in existing.columns where !table.columns.contains(where: { $0.name == column.name }) {
+                // Writers of the new version do not set it: it must not be required meanwhile.
+                if !column.isNullable && column.defaultExpression == nil && !column.isIdentity {
+                    expand.append("ALTER TABLE \(quoted) ALTER COLUMN \(quoteIdentifier(column.name)) DROP NOT NULL")
+                }
+                contract.append("ALTER TABLE \(quoted) DROP COLUMN IF EXISTS \(quoteIdentifier(column.name))")
+            }
+            for constraint in table.constraints where !existing.constraints.contains(where: { $0.name == constraint.name }) {
+                let constraintName = quoteIdentifier(constraint.name)
+                switch constraint.kind {
+                case .check, .foreignKey:
+                    let statement = "ALTER TABLE \(quoted) ADD CONSTRAINT \(constraintName) \(constraint.definition) NOT VALID"
+                    if constraint.kind == .foreignKey { foreignKeys.append(statement) } else { expand.append(statement) }
+                    validate.append("ALTER TABLE \(quoted) VALIDATE CONSTRAINT \(constraintName)")
+                case .unique, .primaryKey:
+                    // Built concurrently, then made the constraint (a rename of the index).
+                    let columns = constraint.definition.drop { $0 != "(" }
+                    let kind = constraint.kind == .unique ? "UNIQUE" : "PRIMARY KEY"
+                    indexes.append("CREATE UNIQUE INDEX CONCURRENTLY IF NOT EXISTS \(constraintName) ON \(quoted) \(columns)")
+                    validate.append("""
+                        DO $$ BEGIN IF NOT EXISTS (SELECT FROM pg_constraint WHERE conname = \(SchemaPlanLiteral.quote(constraint.name)) \
+                        AND conrelid = \(SchemaPlanLiteral.quote(quoted))::regclass) THEN \
+                        ALTER TABLE \(quoted) ADD CONSTRAINT \(constraintName) \(kind) USING INDEX \(constraintName); END IF; END $$
+                        """)
+                case .exclusion:
+                    expand.append("ALTER TABLE \(quoted) ADD CONSTRAINT \(constraintName) \(constraint.definition)")
+                    notes.append("\(table.name): the exclusion constraint \(constraint.name) is built under an exclusive lock")
+                }
+            }
+            for constraint in existing.constraints where !table.constraints.contains(where: { $0.name == constraint.name }) {
+                contract.append("ALTER TABLE \(quoted) DROP CONSTRAINT IF EXISTS \(quoteIdentifier(constraint.name))")
+            }
+            for index in table.indexes where !existing.indexes.contains(where: { $0.name == index.name }) {
+                indexes.append(Self.concurrently(index.definition))
+            }
+            for index in existing.indexes where !table.indexes.contains(where: { $0.name == index.name }) {
+                contract.append("DROP INDEX CONCURRENTLY IF EXISTS \(quoteIdentifier(index.name))")
+            }
+            let triggers = existing.triggers
+            for trigger in table.triggers where !triggers.contains(where: { $0.name == trigger.name }) {
+                expand.append(trigger.function)
+                expand.append(trigger.definition)
+                if let backfill = trigger.backfill { expand.append(backfill) }
+            }
+            for trigger in triggers where !table.triggers.contains(where: { $0.name == trigger.name }) {
+                contract.append("DROP TRIGGER IF EXISTS \(quoteIdentifier(trigger.name)) ON \(quoted)")
+            }
+        }
+        expand += foreignKeys
+        for table in before.tables where after.table(named: table.name) == nil {
+            contract.append("DROP TABLE IF EXISTS \(quoteIdentifier(table.name))")
+        }
+    }
+
+    /// `SET NOT NULL` without a second scan: a `CHECK` validated first, then dropped.
+    private mutating func requireNotNull(_ table: String, _ column: String) {
+        let quoted = quoteIdentifier(table)
+        let check = quoteIdentifier(String("\(table)_\(column)_not_null".prefix(63)))
+        expand.append("ALTER TABLE \(quoted) ADD CONSTRAINT \(check) CHECK (\(quoteIdentifier(column)) IS NOT NULL) NOT VALID")
+        validate.append("ALTER TABLE \(quoted) VALIDATE CONSTRAINT \(check)")
+        validate.append("ALTER TABLE \(quoted) ALTER COLUMN \(quoteIdentifier(column)) SET NOT NULL")
+        validate.append("ALTER TABLE \(quoted) DROP CONSTRAINT IF EXISTS \(check)")
+    }
+
+    /// Renames of the stage, in ``expand``, applied to `schema` (the old version's) so that
+    /// the rest compares like with like. Constraints and indexes named after a renamed
+    /// table or column are renamed to the new version's names.
+    private mutating func renames(_ old: ModelVersion, _ new: ModelVersion, in schema: inout SchemaDescription,
+                                  target: SchemaDescription) {
+        for entity in new.model.entities {
+            let previousName = new.renamedEntities[entity.name] ?? entity.name
+            guard let previous = old.model.entitiesByName[previousName] else { continue }
+            let table = entity.tableName
+            if previous.tableName != table, let position = schema.tables.firstIndex(where: { $0.name == previous.tableName }) {
+                expand.append("ALTER TABLE \(quoteIdentifier(previous.tableName)) RENAME TO \(quoteIdentifier(table))")
+                schema.tables[position].name = table
+                renameDependents(in: &schema.tables[position], from: previous.tableName, to: table, target: target.table(named: table))
+            }
+            for (newName, oldName) in new.renamedProperties[entity.name] ?? [:] {
+                guard let newIndex = entity.propertyIndex(named: newName), let oldIndex = previous.propertyIndex(named: oldName),
+                      entity.columnIndices.contains(newIndex), previous.columnIndices.contains(oldIndex) else {
+                    notes.append("\(entity.name).\(newName) ← \(oldName): not a stored attribute or to-one relationship of both versions; not renamed")
+                    continue
+                }
+                let from = previous.columnName(of: oldIndex), to = entity.columnName(of: newIndex)
+                guard from != to, let position = schema.tables.firstIndex(where: { $0.name == table }),
+                      let column = schema.tables[position].columns.firstIndex(where: { $0.name == from }) else { continue }
+                expand.append("ALTER TABLE \(quoteIdentifier(table)) RENAME COLUMN \(quoteIdentifier(from)) TO \(quoteIdentifier(to))")
+                schema.tables[position].columns[column].name = to
+                renameDependents(in: &schema.tables[position], from: "_\(from)", to: "_\(to)", target: target.table(named: table))
+            }
+        }
+    }
+
+    /// Constraints and indexes of `table` whose names contain `from` (the table's or a
+    /// column's part of the name) take `to` instead, when the new version names one so.
+    private mutating func renameDependents(in table: inout SchemaDescription.Table, from: String, to: String,
+                                           target: SchemaDescription.Table?) {
+        let name = table.name
+        for position in table.constraints.indices where table.constraints[position].name.contains(from) {
+            let renamed = table.constraints[position].name.replacingOccurrences(of: from, with: to)
+            guard target?.constraints.contains(where: { $0.name == renamed }) == true else { continue }
+            expand.append("ALTER TABLE \(quoteIdentifier(name)) RENAME CONSTRAINT \(quoteIdentifier(table.constraints[position].name)) TO \(quoteIdentifier(renamed))")
+            table.constraints[position].name = renamed
+        }
+        for position in table.indexes.indices where table.indexes[position].name.contains(from) {
+            let renamed = table.indexes[position].name.replacingOccurrences(of: from, with: to)
+            guard target?.indexes.contains(where: { $0.name == renamed }) == true else { continue }
+            expand.append("ALTER INDEX \(quoteIdentifier(table.indexes[position].name)) RENAME TO \(quoteIdentifier(renamed))")
+            table.indexes[position].name = renamed
+        }
+    }
+
+    /// `CREATE [UNIQUE] INDEX name ON …` made concurrent and repeatable.
+    static func concurrently(_ definition: String) -> String {
+        for prefix in ["CREATE UNIQUE INDEX ", "CREATE INDEX "] where definition.hasPrefix(prefix) {
+            var rest = definition.dropFirst(prefix.count)
+            if rest.hasPrefix("IF NOT EXISTS ") { rest = rest.dropFirst("IF NOT EXISTS ".count) }
+            return prefix + "CONCURRENTLY IF NOT EXISTS " + rest
+        }
+        return definition
+    }
+
+    /// `CREATE TABLE` with every constraint but foreign keys (a new table is empty).
+    static func createTable(_ table: SchemaDescription.Table) -> String {
+        SchemaDiff.createTable(table)
+    }
+}
+
+/// A string as a SQL literal.
+enum SchemaPlanLiteral {
+    static func quote(_ text: String) -> String {
+        "'" + text.replacingOccurrences(of: "'", with: "''") + "'"
+    }
+}
