@@ -83,11 +83,11 @@ let package = Package(
         ),
         .target(
             name: "StressWorkload",
-            dependencies: ["PostgresData", "PostgresClient", "PostgresDataTesting"]
+            dependencies: ["PostgresData", "PostgresClient", "PostgresDataTesting", "PostgresMigrations"]
         ),
         .executableTarget(
             name: "postgres-data-stress",
-            dependencies: ["StressWorkload", "PostgresData"]
+            dependencies: ["StressWorkload", "PostgresData", "PostgresClient"]
         ),
         .executableTarget(
             name: "postgres-data-demo",

@@ -3,6 +3,7 @@ import PostgresClient
 import PostgresData
 import PostgresDataTesting
 @testable import PostgresMigrations
+import StressWorkload
 import Testing
 
 /// Staged migration from Swift model versions: a populated database through three
@@ -10,62 +11,11 @@ import Testing
 /// a new unique attribute, dropped columns — with a run that fails in its custom stage and
 /// a second run that resumes there.
 @Suite struct StagedMigrationTests {
-    static let v1 = ModelVersion("1", model: ManagedObjectModel(entities: [
-        EntityDescription(name: "Person", properties: [
-            .attribute(AttributeDescription(name: "name", type: .string)),
-            .attribute(AttributeDescription(name: "age", type: .integer32, defaultValue: .integer(0))),
-        ]),
-    ]))
-    static let v2 = ModelVersion("2", model: ManagedObjectModel(entities: [
-        EntityDescription(name: "Person", properties: [
-            .attribute(AttributeDescription(name: "firstName", type: .string)),
-            .attribute(AttributeDescription(name: "lastName", type: .string, isOptional: true)),
-            .attribute(AttributeDescription(name: "years", type: .integer32, defaultValue: .integer(0))),
-        ], indexes: [["lastName"]]),
-    ]), renamedProperties: ["Person": ["years": "age"]])
-    static let v3 = ModelVersion("3", model: ManagedObjectModel(entities: [
-        EntityDescription(name: "Member", properties: [
-            .attribute(AttributeDescription(name: "firstName", type: .string)),
-            .attribute(AttributeDescription(name: "lastName", type: .string, isOptional: true)),
-            .attribute(AttributeDescription(name: "email", type: .string, isOptional: true)),
-        ], uniquenessConstraints: [["email"]], indexes: [["lastName"]]),
-    ]), renamedEntities: ["Member": "Person"])
-
-    /// The custom stage: names split in SQL (a set-based statement, the way to touch every
-    /// row), then one-word names completed through the context.
-    static func plan(failingAfterTheSplit: Bool) throws -> StagedMigrationPlan {
-        try StagedMigrationPlan(stages: [
-            .custom(from: v1, to: v2) { context in
-                try await context.persistentStoreCoordinator.connectionPool.withConnection { connection in
-                    _ = try await connection.execute(script: """
-                        UPDATE person SET first_name = split_part(name, ' ', 1), last_name = nullif(split_part(name, ' ', 2), '')
-                        WHERE first_name IS NULL
-                        """)
-                }
-                if failingAfterTheSplit { throw StageFailure() }
-                let solo = try await context.fetch(FetchRequest<ManagedObject>(entityName: "Person",
-                                                                               predicate: try FetchPredicate(format: "lastName == nil")))
-                for person in solo { try person.setValue("Unknown", forKey: "lastName") }
-                try await context.save()
-            },
-            .lightweight(from: v2, to: v3),
-        ])
-    }
-
-    struct StageFailure: Error {}
+    static let (v1, v2, v3) = (StagedVersions.v1, StagedVersions.v2, StagedVersions.v3)
 
     @Test func aPopulatedDatabaseGoesThroughThreeVersionsResumingAfterAFailedStage() async throws {
         let configuration = try await TestDatabase.fresh(prefix: "pd_staged")
-        // Version 1, made as a development database is (createSchemaIfMissing) and filled.
-        let first = PersistentContainer(name: "V1", model: Self.v1.model)
-        try await first.loadPersistentStores(configuration: configuration, options: .init(createSchemaIfMissing: true))
-        try await first.persistentStoreCoordinator.connectionPool.withConnection { connection in
-            _ = try await connection.execute(script: """
-                INSERT INTO person (name, age) SELECT 'First' || i || ' Last' || i, i % 90 FROM generate_series(1, 1990) AS i;
-                INSERT INTO person (name, age) SELECT 'Solo' || i, 30 FROM generate_series(1, 10) AS i;
-                """)
-        }
-        await first.persistentStoreCoordinator.close()
+        try await StagedVersions.populateVersion1(configuration)
         let admin = try await Connection.connect(configuration)
         func strings(_ sql: String) async throws -> [String] { try await admin.query(sql).map { try $0.decode(String.self, at: 0) } }
         func versions() async throws -> [String] {
@@ -73,16 +23,16 @@ import Testing
         }
 
         // The first run dies in the custom stage, after its SQL ran.
-        await #expect(throws: StageFailure.self) { try await Self.plan(failingAfterTheSplit: true).migrate(configuration: configuration) }
+        await #expect(throws: StagedVersions.StageFailure.self) { try await StagedVersions.plan(.fail).migrate(configuration: configuration) }
         let afterFailure = try await versions()
         #expect(afterFailure.map { $0.prefix(4) } == ["0001", "0011", "0012"])
         #expect(try await strings("SELECT column_name::text FROM information_schema.columns WHERE table_name = 'person' ORDER BY 1")
                 == ["first_name", "id", "last_name", "name", "years"])
 
         // The second resumes with the custom stage, and goes to version 3.
-        let applied = try await Self.plan(failingAfterTheSplit: false).migrate(configuration: configuration)
+        let applied = try await StagedVersions.plan().migrate(configuration: configuration)
         #expect(applied.map(\.version.text) == ["0013", "0014", "0015", "0021", "0022", "0024", "0025"])
-        #expect(try await Self.plan(failingAfterTheSplit: false).migrate(configuration: configuration).isEmpty)
+        #expect(try await StagedVersions.plan().migrate(configuration: configuration).isEmpty)
         #expect(try await strings("SELECT column_name::text || ' ' || is_nullable::text FROM information_schema.columns WHERE table_name = 'member' ORDER BY 1")
                 == ["email YES", "first_name NO", "id NO", "last_name YES"])
         #expect(try await strings("SELECT count(*)::text FROM pg_index WHERE NOT indisvalid") == ["0"])
@@ -110,6 +60,45 @@ import Testing
         #expect(duplicate?.sqlState == "23505" || duplicate.map { "\($0)" }?.contains("email") == true)
         await third.persistentStoreCoordinator.close()
         await admin.close()
+    }
+
+    /// A process killed (SIGKILL) inside the custom stage: its advisory lock goes with its
+    /// connections, the parts it recorded stay recorded, and the next run resumes at the
+    /// custom stage.
+    @Test func aRunKilledInsideTheCustomStageResumesThere() async throws {
+        guard let binary = ChildProcess.builtExecutable(named: "postgres-data-stress") else {
+            Issue.record("postgres-data-stress is not built beside the tests: run `swift build --build-tests` first")
+            return
+        }
+        let configuration = try await TestDatabase.fresh(prefix: "pd_staged_kill")
+        try await StagedVersions.populateVersion1(configuration)
+        var environment = ProcessInfo.processInfo.environment
+        environment["DATABASE_URL"] = configuration.url(redactingPassword: false)
+        let output = NSTemporaryDirectory() + "pd-staged-\(UUID().uuidString.prefix(8)).out"
+        let child = try ChildProcess([binary, "mode=staged"], environment: environment, outputPath: output, errorPath: output + ".err")
+        try await Deadline.poll("the child to reach the custom stage") {
+            guard child.isRunning else {
+                throw StageChildStopped(errors: (try? String(contentsOfFile: output + ".err", encoding: .utf8)) ?? "")
+            }
+            return ((try? String(contentsOfFile: output, encoding: .utf8)) ?? "").contains("in the custom stage")
+        }
+        let admin = try await Connection.connect(configuration)
+        let recorded = try await admin.query("SELECT version FROM postgres_data_model_stages ORDER BY version").map { try $0.decode(String.self, at: 0) }
+        #expect(recorded == ["0001", "0011", "0012"])
+        child.kill()
+        _ = await child.exit(within: .seconds(30))
+
+        let applied = try await StagedVersions.plan().migrate(configuration: configuration)
+        #expect(applied.map(\.version.text) == ["0013", "0014", "0015", "0021", "0022", "0024", "0025"])
+        #expect(try await admin.query("SELECT count(*) FROM member WHERE last_name IS NOT NULL AND first_name LIKE 'First%' OR last_name = 'Unknown'")[0]
+            .decode(Int64.self, at: 0) == 2000)
+        #expect(try await admin.query("SELECT count(*) FROM postgres_data_model_stages WHERE NOT complete")[0].decode(Int64.self, at: 0) == 0)
+        await admin.close()
+    }
+
+    struct StageChildStopped: Error, CustomStringConvertible {
+        var errors: String
+        var description: String { "the staged migration process stopped: \(errors.suffix(2_000))" }
     }
 
     @Test func aStagesSQLRenamesAndFollowsTheSafePatterns() throws {
