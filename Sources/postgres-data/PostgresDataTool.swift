@@ -22,7 +22,7 @@ struct PostgresDataTool: AsyncParsableCommand {
             """,
         subcommands: [
             NewCommand.self, UpCommand.self, DownCommand.self, StatusCommand.self, PlanCommand.self, VerifyCommand.self,
-            BaselineCommand.self, RepairCommand.self, LintCommand.self, DiffCommand.self, DumpCommand.self,
+            BaselineCommand.self, RepairCommand.self, LintCommand.self, DiffCommand.self, StageCommand.self, DumpCommand.self,
         ]
     )
 }

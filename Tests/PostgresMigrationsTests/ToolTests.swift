@@ -145,6 +145,43 @@ struct ToolTests {
         #expect(!lint.output.contains("0001_table.sql"))
     }
 
+    /// `stage`: the safe SQL between two exported model schemas, printed or written as
+    /// migrations that `up` applies to a populated table and that lint finds nothing in.
+    @Test func stageWritesTheSafeStepsBetweenTwoModelVersions() async throws {
+        let v1 = ManagedObjectModel(entities: [EntityDescription(name: "Person", properties: [
+            .attribute(AttributeDescription(name: "name", type: .string)),
+            .attribute(AttributeDescription(name: "age", type: .integer32, defaultValue: .integer(0))),
+        ])])
+        let v2 = ManagedObjectModel(entities: [EntityDescription(name: "Person", properties: [
+            .attribute(AttributeDescription(name: "nickname", type: .string, isOptional: true)),
+            .attribute(AttributeDescription(name: "years", type: .integer32, defaultValue: .integer(0))),
+        ], uniquenessConstraints: [["nickname"]], indexes: [["years"]])])
+        let fixture = try await MigrationFixture.make(["0001_v1.sql": "-- migrate:up\n" + SchemaDiff.dump(v1.schemaDescription)])
+        try v1.schemaJSON().write(to: URL(fileURLWithPath: fixture.folder + "/v1.json"))
+        try v2.schemaJSON().write(to: URL(fileURLWithPath: fixture.folder + "/v2.json"))
+        #expect(try await fixture.tool(["up"]).status == 0)
+        let connection = try await fixture.connect()
+        _ = try await connection.execute(script: "INSERT INTO person (name, age) SELECT 'p' || i, i FROM generate_series(1, 500) AS i")
+
+        let arguments = ["stage", "--from", fixture.folder + "/v1.json", "--to", fixture.folder + "/v2.json", "--rename-column", "person.age=years"]
+        let printed = try await fixture.tool(arguments)
+        #expect(printed.status == 0, "\(printed.errors)")
+        #expect(printed.output.contains(#"ALTER TABLE "person" RENAME COLUMN "age" TO "years";"#))
+        #expect(printed.output.contains("CREATE UNIQUE INDEX CONCURRENTLY IF NOT EXISTS"))
+        #expect(printed.output.contains(#"DROP COLUMN IF EXISTS "name""#))
+        let written = try await fixture.tool(arguments + ["--write", "v2"])
+        #expect(written.status == 0, "\(written.errors)")
+        let files = try FileManager.default.contentsOfDirectory(atPath: fixture.folder).filter { $0.hasSuffix(".sql") }.sorted()
+        #expect(files == ["0001_v1.sql", "0002_v2_expand.sql", "0003_v2_indexes.sql", "0004_v2_validate.sql", "0005_v2_contract.sql"])
+        let lint = try await fixture.tool(["lint"])
+        #expect(!lint.output.contains("error ["), "\(lint.output)")
+        let up = try await fixture.tool(["up"])
+        #expect(up.status == 0, "\(up.output) \(up.errors)")
+        #expect(try await connection.query("SELECT sum(years)::int8 FROM person")[0].decode(Int64.self, at: 0) == 125_250)
+        #expect(try await connection.query("SELECT count(*) FROM pg_constraint WHERE conname = 'person_nickname_key'")[0].decode(Int64.self, at: 0) == 1)
+        await connection.close()
+    }
+
     @Test func newCreatesTheNextFile() async throws {
         let fixture = try await MigrationFixture.make(["0007_a.sql": "-- migrate:up\nSELECT 1;\n"])
         let run = try await fixture.tool(["new", "Add weights"])

@@ -18,18 +18,43 @@ import PostgresData
 ///
 /// Every statement outside a transaction can run twice harmlessly, so a run that dies
 /// resumes after the last one recorded.
-struct StagePlan: Sendable {
-    var expand: [String] = []
-    var indexes: [String] = []
-    var validate: [String] = []
-    var contract: [String] = []
+package struct StagePlan: Sendable {
+    package var expand: [String] = []
+    package var indexes: [String] = []
+    package var validate: [String] = []
+    package var contract: [String] = []
     /// What the plan leaves alone or does at a cost (a type change rewrites its table).
-    var notes: [String] = []
+    package var notes: [String] = []
 
+    /// The stage between two model versions, their renames read from the newer one.
     init(from old: ModelVersion, to new: ModelVersion) {
-        var before = old.model.schemaDescription
-        let after = new.model.schemaDescription
-        renames(old, new, in: &before, target: after)
+        var tables: [String: String] = [:]
+        var columns: [String: [String: String]] = [:]
+        var notes: [String] = []
+        for entity in new.model.entities {
+            let previousName = new.renamedEntities[entity.name] ?? entity.name
+            guard let previous = old.model.entitiesByName[previousName] else { continue }
+            if previous.tableName != entity.tableName { tables[previous.tableName] = entity.tableName }
+            for (newName, oldName) in new.renamedProperties[entity.name] ?? [:] {
+                guard let newIndex = entity.propertyIndex(named: newName), let oldIndex = previous.propertyIndex(named: oldName),
+                      entity.columnIndices.contains(newIndex), previous.columnIndices.contains(oldIndex) else {
+                    notes.append("\(entity.name).\(newName) ← \(oldName): not a stored attribute or to-one relationship of both versions; not renamed")
+                    continue
+                }
+                let from = previous.columnName(of: oldIndex), to = entity.columnName(of: newIndex)
+                if from != to { columns[entity.tableName, default: [:]][from] = to }
+            }
+        }
+        self.init(from: old.model.schemaDescription, to: new.model.schemaDescription, renamedTables: tables, renamedColumns: columns)
+        self.notes = notes + self.notes
+    }
+
+    /// The stage between two schemas: `renamedTables` old name → new name, `renamedColumns`
+    /// by the table's new name, old column name → new name.
+    package init(from old: SchemaDescription, to after: SchemaDescription, renamedTables: [String: String] = [:],
+                 renamedColumns: [String: [String: String]] = [:]) {
+        var before = old
+        renames(renamedTables, renamedColumns, in: &before, target: after)
         var foreignKeys: [String] = []
         for table in after.tables {
             let quoted = quoteIdentifier(table.name)
@@ -128,26 +153,24 @@ struct StagePlan: Sendable {
     /// Renames of the stage, in ``expand``, applied to `schema` (the old version's) so that
     /// the rest compares like with like. Constraints and indexes named after a renamed
     /// table or column are renamed to the new version's names.
-    private mutating func renames(_ old: ModelVersion, _ new: ModelVersion, in schema: inout SchemaDescription,
-                                  target: SchemaDescription) {
-        for entity in new.model.entities {
-            let previousName = new.renamedEntities[entity.name] ?? entity.name
-            guard let previous = old.model.entitiesByName[previousName] else { continue }
-            let table = entity.tableName
-            if previous.tableName != table, let position = schema.tables.firstIndex(where: { $0.name == previous.tableName }) {
-                expand.append("ALTER TABLE \(quoteIdentifier(previous.tableName)) RENAME TO \(quoteIdentifier(table))")
-                schema.tables[position].name = table
-                renameDependents(in: &schema.tables[position], from: previous.tableName, to: table, target: target.table(named: table))
+    private mutating func renames(_ tables: [String: String], _ columns: [String: [String: String]],
+                                  in schema: inout SchemaDescription, target: SchemaDescription) {
+        for (from, to) in tables.sorted(by: { $0.key < $1.key }) {
+            guard let position = schema.tables.firstIndex(where: { $0.name == from }) else {
+                notes.append("table \(from) → \(to): no table \(from) in the old schema; not renamed")
+                continue
             }
-            for (newName, oldName) in new.renamedProperties[entity.name] ?? [:] {
-                guard let newIndex = entity.propertyIndex(named: newName), let oldIndex = previous.propertyIndex(named: oldName),
-                      entity.columnIndices.contains(newIndex), previous.columnIndices.contains(oldIndex) else {
-                    notes.append("\(entity.name).\(newName) ← \(oldName): not a stored attribute or to-one relationship of both versions; not renamed")
+            expand.append("ALTER TABLE \(quoteIdentifier(from)) RENAME TO \(quoteIdentifier(to))")
+            schema.tables[position].name = to
+            renameDependents(in: &schema.tables[position], from: from, to: to, target: target.table(named: to))
+        }
+        for (table, renamed) in columns.sorted(by: { $0.key < $1.key }) {
+            for (from, to) in renamed.sorted(by: { $0.key < $1.key }) {
+                guard let position = schema.tables.firstIndex(where: { $0.name == table }),
+                      let column = schema.tables[position].columns.firstIndex(where: { $0.name == from }) else {
+                    notes.append("column \(table).\(from) → \(to): no such column in the old schema; not renamed")
                     continue
                 }
-                let from = previous.columnName(of: oldIndex), to = entity.columnName(of: newIndex)
-                guard from != to, let position = schema.tables.firstIndex(where: { $0.name == table }),
-                      let column = schema.tables[position].columns.firstIndex(where: { $0.name == from }) else { continue }
                 expand.append("ALTER TABLE \(quoteIdentifier(table)) RENAME COLUMN \(quoteIdentifier(from)) TO \(quoteIdentifier(to))")
                 schema.tables[position].columns[column].name = to
                 renameDependents(in: &schema.tables[position], from: "_\(from)", to: "_\(to)", target: target.table(named: table))
