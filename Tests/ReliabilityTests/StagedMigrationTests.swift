@@ -101,6 +101,48 @@ import Testing
         var description: String { "the staged migration process stopped: \(errors.suffix(2_000))" }
     }
 
+    /// A renamed entity with a many-to-many relationship keeps its links: the join table and
+    /// its key column are renamed, and the new version's store loads and reads them.
+    @Test func aRenamedEntityKeepsItsManyToManyLinks() async throws {
+        let configuration = try await TestDatabase.fresh(prefix: "pd_staged_join")
+        let old = ModelVersion("a", model: Self.pair("Player"))
+        let new = ModelVersion("b", model: Self.pair("Xplayer"), renamedEntities: ["Xplayer": "Player"])
+        let before = PersistentContainer(name: "A", model: old.model)
+        try await before.loadPersistentStores(configuration: configuration, options: .init(createSchemaIfMissing: true))
+        try await before.performBackgroundTask { context in
+            let player = ManagedObject(entity: try #require(old.model.entitiesByName["Player"]), insertInto: context)
+            try player.setValue("Ada", forKey: "name")
+            let tag = ManagedObject(entity: try #require(old.model.entitiesByName["Tag"]), insertInto: context)
+            try tag.setValue("captain", forKey: "label")
+            try player.setValue(Set([tag]), forKey: "tags")
+            try context.save()
+        }
+        await before.persistentStoreCoordinator.close()
+        try await StagedMigrationPlan(stages: [.lightweight(from: old, to: new)]).migrate(configuration: configuration)
+        let after = PersistentContainer(name: "B", model: new.model)
+        try await after.loadPersistentStores(configuration: configuration)
+        let labels = try await after.performBackgroundTask { context in
+            try context.fetch(FetchRequest<ManagedObject>(entityName: "Xplayer")).flatMap { player in
+                (player.value(forKey: "tags") as? Set<ManagedObject> ?? []).compactMap { $0.value(forKey: "label") as? String }
+            }
+        }
+        #expect(labels == ["captain"])
+        await after.persistentStoreCoordinator.close()
+    }
+
+    static func pair(_ name: String) -> ManagedObjectModel {
+        ManagedObjectModel(entities: [
+            EntityDescription(name: name, properties: [
+                .attribute(AttributeDescription(name: "name", type: .string)),
+                .relationship(RelationshipDescription(name: "tags", destination: "Tag", inverse: "players", toMany: true)),
+            ]),
+            EntityDescription(name: "Tag", properties: [
+                .attribute(AttributeDescription(name: "label", type: .string)),
+                .relationship(RelationshipDescription(name: "players", destination: name, inverse: "tags", toMany: true)),
+            ]),
+        ])
+    }
+
     @Test func aStagesSQLRenamesAndFollowsTheSafePatterns() throws {
         let toV2 = StagePlan(from: Self.v1, to: Self.v2)
         #expect(toV2.expand.contains("ALTER TABLE \"person\" RENAME COLUMN \"age\" TO \"years\""))
@@ -121,6 +163,15 @@ import Testing
         #expect(toV3.expand.contains { $0.contains("RENAME CONSTRAINT \"person_pkey\" TO \"member_pkey\"") })
         #expect(toV3.indexes.contains { $0.hasPrefix("CREATE UNIQUE INDEX CONCURRENTLY IF NOT EXISTS") })
         #expect(toV3.contract == ["ALTER TABLE \"member\" DROP COLUMN IF EXISTS \"years\""])
+        // A renamed entity's many-to-many join table and key column are renamed, never
+        // dropped and created again.
+        let renamedEntity = StagePlan(from: ModelVersion("a", model: Self.pair("Player")),
+                                      to: ModelVersion("b", model: Self.pair("Xplayer"), renamedEntities: ["Xplayer": "Player"]))
+        #expect(renamedEntity.expand.contains("ALTER TABLE \"player\" RENAME TO \"xplayer\""))
+        #expect(renamedEntity.expand.contains("ALTER TABLE \"player_tags\" RENAME TO \"tag_players\""))
+        #expect(renamedEntity.expand.contains("ALTER TABLE \"tag_players\" RENAME COLUMN \"player_id\" TO \"xplayer_id\""))
+        #expect(!renamedEntity.expand.contains { $0.hasPrefix("CREATE TABLE") })
+        #expect(!renamedEntity.contract.contains { $0.contains("DROP TABLE") }, "\(renamedEntity.contract)")
         #expect(throws: MigrationError.self) { try StagedMigrationPlan(stages: [.lightweight(from: Self.v1, to: Self.v2), .lightweight(from: Self.v1, to: Self.v3)]) }
     }
 }

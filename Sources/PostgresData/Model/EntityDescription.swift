@@ -142,6 +142,13 @@ public final class EntityDescription: @unchecked Sendable, Hashable, CustomStrin
     func inverseIndex(of index: Int) -> Int { inverseIndices[index]! }
     func storage(of index: Int) -> RelationshipStorage { relationshipStorage[index]! }
 
+    /// The join table of the relationship at `index` and its two key columns (the owner's
+    /// first); nil when the property is not a many-to-many relationship.
+    package func joinTable(of index: Int) -> (name: String, sourceColumn: String, destinationColumn: String)? {
+        guard case .joinTable(let join)? = relationshipStorage[index] else { return nil }
+        return (join.name, join.sourceColumn, join.destinationColumn)
+    }
+
     /// The column name of a stored property (attribute or foreign key).
     package func columnName(of index: Int) -> String {
         switch properties[index] {

@@ -35,7 +35,19 @@ package struct StagePlan: Sendable {
             let previousName = new.renamedEntities[entity.name] ?? entity.name
             guard let previous = old.model.entitiesByName[previousName] else { continue }
             if previous.tableName != entity.tableName { tables[previous.tableName] = entity.tableName }
-            for (newName, oldName) in new.renamedProperties[entity.name] ?? [:] {
+            // Join tables are named after their entities and relationships: renamed with them.
+            let renamed = new.renamedProperties[entity.name] ?? [:]
+            for (index, property) in entity.properties.enumerated() {
+                guard let join = entity.joinTable(of: index),
+                      let oldIndex = previous.propertyIndex(named: renamed[property.name] ?? property.name),
+                      let oldJoin = previous.joinTable(of: oldIndex) else { continue }
+                if oldJoin.name != join.name { tables[oldJoin.name] = join.name }
+                if oldJoin.sourceColumn != join.sourceColumn { columns[join.name, default: [:]][oldJoin.sourceColumn] = join.sourceColumn }
+                if oldJoin.destinationColumn != join.destinationColumn {
+                    columns[join.name, default: [:]][oldJoin.destinationColumn] = join.destinationColumn
+                }
+            }
+            for (newName, oldName) in renamed {
                 guard let newIndex = entity.propertyIndex(named: newName), let oldIndex = previous.propertyIndex(named: oldName),
                       entity.columnIndices.contains(newIndex), previous.columnIndices.contains(oldIndex) else {
                     notes.append("\(entity.name).\(newName) ← \(oldName): not a stored attribute or to-one relationship of both versions; not renamed")
