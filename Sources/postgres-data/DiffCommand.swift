@@ -39,12 +39,13 @@ struct DiffCommand: ToolCommand {
         let diff = SchemaDiff(from: try await migrator(needsFiles: false).liveSchema(), to: target, includeDrops: includeDrops)
         try output.document(["statements": diff.statements, "notes": diff.notes])
         if let write, !diff.isEmpty {
+            try FileManager.default.createDirectory(atPath: common.dir, withIntermediateDirectories: true)
             let path = try common.directory().createMigration(named: write)
             let body = "-- migrate:up\n" + diff.sql + "\n-- migrate:down\n\n"
             try body.write(toFile: path, atomically: true, encoding: .utf8)
             output.line(output.styled("created ", .green) + path)
         } else if !output.json {
-            print(diff.isEmpty ? "-- the database matches the model" : diff.sql, terminator: "")
+            print(diff.isEmpty ? "-- the database matches the model\n" : diff.sql, terminator: "")
         }
         for note in diff.notes { output.line("-- \(note)") }
         if exitCode && !diff.isEmpty { throw ExitCode(3) }

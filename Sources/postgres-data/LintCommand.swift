@@ -32,6 +32,9 @@ struct LintCommand: ToolCommand {
             migrations = try common.directory().migrations
         } else {
             migrations = try files.map { path in
+                guard FileManager.default.fileExists(atPath: path) else {
+                    throw MigrationError.invalidFile(file: path, line: nil, message: "no such file")
+                }
                 guard let data = FileManager.default.contents(atPath: path), let text = String(data: data, encoding: .utf8) else {
                     throw MigrationError.invalidFile(file: path, line: nil, message: "cannot be read as UTF-8 text")
                 }

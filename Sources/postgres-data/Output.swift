@@ -34,12 +34,13 @@ struct Output: Sendable {
 
     /// A transient line on a terminal (rewritten in place); nothing otherwise.
     func progress(_ text: String) {
-        guard !json, isTerminal else { return }
+        // Rewriting a line takes escape sequences: not with NO_COLOR (nor off a terminal).
+        guard !json, color else { return }
         FileHandle.standardOutput.write(Data("\r\u{1B}[2K\(text)".utf8))
     }
 
     func clearProgress() {
-        guard !json, isTerminal else { return }
+        guard !json, color else { return }
         FileHandle.standardOutput.write(Data("\r\u{1B}[2K".utf8))
     }
 
@@ -57,9 +58,8 @@ struct Output: Sendable {
         let code = Self.exitCode(for: error)
         let message = (error as? MigrationError)?.description ?? (error as? PostgresError).map { MigrationError.database($0).description } ?? "\(error)"
         if json {
-            var body: [String: String] = ["message": message, "exitCode": String(code.rawValue)]
-            if let state = (error as? MigrationError)?.sqlState ?? (error as? PostgresError)?.sqlState { body["sqlState"] = state.code }
-            try? document(["error": body])
+            let state = (error as? MigrationError)?.sqlState ?? (error as? PostgresError)?.sqlState
+            try? document(["error": ErrorDocument(message: message, exitCode: code.rawValue, sqlState: state?.code)])
         } else {
             clearProgress()
             FileHandle.standardError.write(Data((styled("error: ", .red) + message + "\n").utf8))
@@ -67,8 +67,17 @@ struct Output: Sendable {
         return code
     }
 
+    /// A failure in JSON: the exit code a number, as the process's.
+    struct ErrorDocument: Encodable {
+        var message: String
+        var exitCode: Int32
+        var sqlState: String?
+    }
+
     /// The documented exit code of an error.
     static func exitCode(for error: Error) -> ExitCode {
+        // A bad argument found while running (a version, a duration): a usage error.
+        if error is ValidationError { return ExitCode(64) }
         switch error as? MigrationError {
         case .invalidFile?, .duplicateVersion?, .edited?, .outOfOrder?, .unknownVersion?, .noDownSection?, .transactionControl?, .baselineRefused?:
             return ExitCode(2)
@@ -88,7 +97,7 @@ struct Output: Sendable {
         return { event in
             switch event {
             case .waitingForMigrationLock(let holder):
-                output.line(output.styled("waiting", .yellow) + " for the migration lock" + (holder.map { ", held by \($0)" } ?? "") + " …")
+                output.line(output.styled("waiting", .yellow) + " for the migration lock" + (holder.map { ", held by \($0)" } ?? " …"))
             case .acquiredMigrationLock:
                 break
             case .started(let migration, let direction, let count, let resumingAt):

@@ -5,6 +5,9 @@ import PostgresMigrations
 /// `postgres-data`: the migration tool.
 @main
 struct PostgresDataTool: AsyncParsableCommand {
+    /// What `postgres-data --version` prints.
+    static let version = "0.9.0"
+
     static let configuration = CommandConfiguration(
         commandName: "postgres-data",
         abstract: "Applies, checks and writes the SQL migrations of a PostgresData app, safely from many instances at once.",
@@ -20,6 +23,7 @@ struct PostgresDataTool: AsyncParsableCommand {
               4   a lock could not be had: another runner kept the migration lock, or lock_timeout after every retry
               64  the command line is wrong
             """,
+        version: PostgresDataTool.version,
         subcommands: [
             NewCommand.self, UpCommand.self, DownCommand.self, StatusCommand.self, PlanCommand.self, VerifyCommand.self,
             BaselineCommand.self, RepairCommand.self, LintCommand.self, DiffCommand.self, StageCommand.self, DumpCommand.self,

@@ -58,6 +58,7 @@ struct StageCommand: ToolCommand {
         try output.document(["expand": plan.expand, "indexes": plan.indexes, "validate": plan.validate,
                              "contract": plan.contract, "notes": plan.notes])
         if let write {
+            try FileManager.default.createDirectory(atPath: common.dir, withIntermediateDirectories: true)
             for part in parts where !part.statements.isEmpty {
                 let path = try common.directory().createMigration(named: "\(write)_\(part.name)")
                 let body = (part.transactional ? "" : "-- migrate:no-transaction\n") + "-- migrate:up\n"

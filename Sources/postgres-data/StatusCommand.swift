@@ -25,7 +25,7 @@ struct StatusCommand: ToolCommand {
             if let applied = status.applied, status.state != .pending {
                 line += output.styled("  \(applied.appliedAt.formatted(.iso8601)) by \(applied.appliedBy)", .dim)
             }
-            if status.state == .partial, let done = status.applied?.statementsApplied { line += "  (\(done) statements done)" }
+            if status.state == .partial, let done = status.applied?.statementsApplied { line += "  (\(done) statement\(done == 1 ? "" : "s") done)" }
             output.line(line)
         }
         if statuses.isEmpty { output.line("no migrations in \(common.dir)") }
@@ -42,12 +42,21 @@ struct VerifyCommand: ToolCommand {
     @OptionGroup var common: CommonOptions
 
     func execute(_ output: Output) async throws {
-        let problems = try await migrator().verify()
-        try output.document(["problems": problems])
+        let migrator = try migrator()
+        let problems = try await migrator.verify()
+        let pending = try await migrator.status().filter { $0.state == .pending }.count
+        try output.document(VerifyDocument(problems: problems, pending: pending))
         for problem in problems { output.line(output.styled("✗ ", .red) + problem) }
-        if problems.isEmpty { output.line(output.styled("✓ ", .green) + "the database matches \(common.dir)") }
-        else { throw ExitCode(3) }
+        guard problems.isEmpty else { throw ExitCode(3) }
+        let rest = pending == 0 ? "" : "; \(pending) file\(pending == 1 ? " is" : "s are") pending (postgres-data up applies \(pending == 1 ? "it" : "them"))"
+        output.line(output.styled("✓ ", .green) + "the applied migrations match \(common.dir)" + rest)
     }
+}
+
+/// What `verify` prints in JSON.
+struct VerifyDocument: Encodable {
+    var problems: [String]
+    var pending: Int
 }
 
 struct BaselineCommand: ToolCommand {

@@ -104,14 +104,25 @@ struct ToolTests {
         try fixture.write("0001_a.sql", "-- migrate:up\nCREATE TABLE a (x bigint);\n")
         let edited = try await fixture.tool(["up", "--json"])
         #expect(edited.status == 2)
-        let error = try JSONDecoder().decode([String: [String: String]].self, from: Data(edited.output.utf8))
-        #expect(error["error"]?["message"]?.contains("0001_a.sql: migration 0001 was applied with checksum") == true)
+        struct Failure: Decodable { var error: Body; struct Body: Decodable { var message: String; var exitCode: Int } }
+        let error = try JSONDecoder().decode(Failure.self, from: Data(edited.output.utf8))
+        #expect(error.error.message.contains("0001_a.sql: migration 0001 was applied with checksum"))
+        #expect(error.error.exitCode == 2, "the exit code is a number, as the process's")
         #expect(try await fixture.tool(["verify"]).status == 3)
 
         let failing = try await ToolRun.run(["up", "--dir", fixture.folder + "/missing"], databaseURL: fixture.database.url(redactingPassword: false))
         #expect(failing.status == 2 && failing.errors.contains("cannot read the migrations folder"))
         let usage = try await fixture.tool(["down", "--steps", "0"])
         #expect(usage.status == 64)
+        // Arguments found wrong while running are usage errors too.
+        for arguments in [["up", "--to", "abc"], ["baseline", "abc"], ["plan", "--to", "x1"], ["up", "--lock-timeout", "5x"]] {
+            let run = try await fixture.tool(arguments)
+            #expect(run.status == 64, "\(arguments): \(run.status) \(run.errors)")
+        }
+        let version = try await ToolRun.run(["--version"], databaseURL: "")
+        #expect(version.status == 0 && version.output.hasPrefix("0."))
+        let missing = try await fixture.tool(["lint", fixture.folder + "/nope.sql"])
+        #expect(missing.errors.contains("no such file") && !missing.errors.contains("UTF-8"))
         let badURL = try await ToolRun.run(["status", "--dir", fixture.folder, "--database-url", "postgres://app:s3cret-pass@localhost:99999/x"],
                                            databaseURL: "")
         #expect(badURL.status == 64 && badURL.errors.contains("invalid port") && !badURL.errors.contains("s3cret-pass"))
@@ -128,6 +139,14 @@ struct ToolTests {
         let after = try await fixture.tool(["diff", "--model", modelFile, "--exit-code"])
         #expect(after.status == 0, "\(after.output)")
         #expect(after.output.contains("the database matches the model"))
+        #expect(after.output.hasSuffix("\n"))
+        // --write into a folder that does not exist yet creates it.
+        let fresh = fixture.folder + "/new-migrations"
+        try await fixture.connect().execute(script: "ALTER TABLE items DROP COLUMN done")
+        let written = try await ToolRun.run(["diff", "--model", modelFile, "--write", "restore_done", "--dir", fresh],
+                                            databaseURL: fixture.database.url(redactingPassword: false))
+        #expect(written.status == 0, "\(written.errors)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: fresh).count == 1)
         let dump = try await fixture.tool(["dump"])
         #expect(dump.output.contains(#"CREATE TABLE "player""#) && !dump.output.contains("postgres_data_migrations"))
     }
@@ -180,6 +199,16 @@ struct ToolTests {
         #expect(try await connection.query("SELECT sum(years)::int8 FROM person")[0].decode(Int64.self, at: 0) == 125_250)
         #expect(try await connection.query("SELECT count(*) FROM pg_constraint WHERE conname = 'person_nickname_key'")[0].decode(Int64.self, at: 0) == 1)
         await connection.close()
+    }
+
+    @Test func verifySaysWhatIsPending() async throws {
+        let fixture = try await MigrationFixture.make(["0001_a.sql": "-- migrate:up\nCREATE TABLE a (x int);\n"])
+        #expect(try await fixture.tool(["up"]).status == 0)
+        try fixture.write("0002_b.sql", "-- migrate:up\nCREATE TABLE b (x int);\n")
+        let verify = try await fixture.tool(["verify"])
+        #expect(verify.status == 0)
+        #expect(verify.output.contains("the applied migrations match") && verify.output.contains("1 file is pending"))
+        #expect(!verify.output.contains("the database matches"))
     }
 
     @Test func newCreatesTheNextFile() async throws {
