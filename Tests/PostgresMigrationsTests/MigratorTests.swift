@@ -111,7 +111,8 @@ struct MigratorTests {
     @Test func aLockTimeoutIsRetriedReportsTheBlockerAndSucceedsOnceReleased() async throws {
         let fixture = try await MigrationFixture.make([
             "0001_table.sql": "-- migrate:up\nCREATE TABLE busy (x int);\n",
-            "0002_alter.sql": "-- migrate:lock-timeout 500ms\n-- migrate:up\nALTER TABLE busy ADD COLUMN y int;\n",
+            // Long enough for the blocker watch to look a few times on a loaded machine.
+            "0002_alter.sql": "-- migrate:lock-timeout 2s\n-- migrate:up\nALTER TABLE busy ADD COLUMN y int;\n",
         ])
         try await fixture.migrator().up(to: MigrationVersion("0001"))
         let blocker = try await fixture.connect()
@@ -187,6 +188,78 @@ struct MigratorTests {
         try await fixture.migrator().up()
         #expect(try await fixture.scalar("SELECT bool_and(indisvalid) FROM pg_index WHERE indexrelid = 'dup_x_key'::regclass", as: Bool.self))
         #expect(try await fixture.migrator().verify().isEmpty)
+    }
+
+    /// A killed `CREATE INDEX CONCURRENTLY IF NOT EXISTS` leaves its index invalid; the
+    /// re-run builds it again instead of taking the invalid one as done.
+    @Test func aReRunOfAConcurrentIndexLeftInvalidBuildsItAgain() async throws {
+        let fixture = try await MigrationFixture.make([
+            "0001_table.sql": "-- migrate:up\nCREATE TABLE stale (x int);\nINSERT INTO stale VALUES (1), (1);\n",
+            "0002_unique.sql": "-- migrate:no-transaction\n-- migrate:up\nCREATE UNIQUE INDEX CONCURRENTLY IF NOT EXISTS stale_x_key ON stale (x);\n",
+        ])
+        try await fixture.migrator().up(to: MigrationVersion("0001"))
+        // What a run killed in the middle of the build leaves: the index, invalid.
+        let connection = try await fixture.connect()
+        await #expect(throws: PostgresError.self) { try await connection.execute(script: "CREATE UNIQUE INDEX CONCURRENTLY stale_x_key ON stale (x)") }
+        try await connection.execute(script: "DELETE FROM stale WHERE ctid = (SELECT max(ctid) FROM stale)")
+        await connection.close()
+        #expect(try await fixture.scalar("SELECT bool_and(NOT indisvalid) FROM pg_index WHERE indexrelid = 'stale_x_key'::regclass", as: Bool.self))
+        try await fixture.migrator().up()
+        #expect(try await fixture.scalar("SELECT bool_and(indisvalid) FROM pg_index WHERE indexrelid = 'stale_x_key'::regclass", as: Bool.self))
+        #expect(try await fixture.migrator().verify().isEmpty)
+    }
+
+    /// A concurrent index build waiting behind an open transaction until `lock_timeout` is a
+    /// lock timeout (file, line, blockers, retried), not a bare error; the next run builds it.
+    @Test func aConcurrentIndexTimingOutBehindATransactionIsALockTimeoutAndTheNextRunBuildsIt() async throws {
+        let fixture = try await MigrationFixture.make([
+            "0001_table.sql": "-- migrate:up\nCREATE TABLE waits (x int);\nINSERT INTO waits SELECT generate_series(1, 100);\n",
+            "0002_index.sql": "-- migrate:no-transaction\n-- migrate:lock-timeout 300ms\n-- migrate:up\nCREATE INDEX CONCURRENTLY IF NOT EXISTS waits_x_idx ON waits (x);\n",
+        ])
+        try await fixture.migrator().up(to: MigrationVersion("0001"))
+        let blocker = try await fixture.connect()
+        try await blocker.execute(script: "BEGIN; INSERT INTO waits VALUES (0);")
+        await #expect {
+            try await fixture.migrator { $0.lockRetries = 1; $0.retryDelay = .milliseconds(50) }.up()
+        } throws: { error in
+            guard case .lockTimeout(let file, let line, let attempts, _, let underlying)? = error as? MigrationError else { return false }
+            return file == "0002_index.sql" && line == 4 && attempts == 2 && underlying.sqlState == .lockNotAvailable
+        }
+        try await blocker.execute(script: "COMMIT")
+        await blocker.close()
+        try await fixture.migrator().up()
+        #expect(try await fixture.scalar("SELECT bool_and(indisvalid) FROM pg_index WHERE indexrelid = 'waits_x_idx'::regclass", as: Bool.self))
+        #expect(try await fixture.migrator().verify().isEmpty)
+    }
+
+    /// Another session building an index on another table meanwhile: the guard drops only the
+    /// index its own statement left invalid, and the other build completes.
+    @Test func theInvalidIndexGuardTouchesOnlyItsOwnStatementsIndex() async throws {
+        let fixture = try await MigrationFixture.make([
+            "0001_tables.sql": """
+                -- migrate:up
+                CREATE FUNCTION slow_identity(int) RETURNS int LANGUAGE plpgsql IMMUTABLE AS $$ BEGIN PERFORM pg_sleep(0.002); RETURN $1; END $$;
+                CREATE TABLE theirs (x int);
+                INSERT INTO theirs SELECT generate_series(1, 1500);
+                CREATE TABLE ours (x int);
+                INSERT INTO ours VALUES (1), (1);
+                """,
+            "0002_unique.sql": "-- migrate:no-transaction\n-- migrate:up\nCREATE UNIQUE INDEX CONCURRENTLY ours_x_key ON ours (x);\n",
+        ])
+        try await fixture.migrator().up(to: MigrationVersion("0001"))
+        let other = try await fixture.connect()
+        let building = Task { try await other.execute(script: "CREATE INDEX CONCURRENTLY theirs_slow_idx ON theirs (slow_identity(x))") }
+        try await Deadline.poll("the other session's index build under way") {
+            try await fixture.scalar("SELECT count(*) FROM pg_stat_progress_create_index", as: Int64.self) > 0
+        }
+        await #expect { try await fixture.migrator().up() } throws: { error in
+            guard case .invalidIndex(_, _, let indexes, _)? = error as? MigrationError else { return false }
+            return indexes == ["public.ours_x_key"]
+        }
+        _ = try await building.value
+        await other.close()
+        #expect(try await fixture.scalar("SELECT bool_and(indisvalid) FROM pg_index WHERE indexrelid = 'theirs_slow_idx'::regclass", as: Bool.self))
+        #expect(try await fixture.scalar("SELECT count(*) FROM pg_class WHERE relname = 'ours_x_key'", as: Int64.self) == 0)
     }
 
     @Test func baselineAdoptsAnExistingDatabase() async throws {

@@ -153,6 +153,15 @@ struct MigrationSession {
         guard words.contains("concurrently"), words.contains("index") || words.first == "reindex" else {
             return try await run(statement, of: migration)
         }
+        let target = statement.concurrentIndex
+        if let name = target?.index, target?.isReindex == false {
+            // A run of this statement that died (killed, timed out) left its index invalid: it
+            // is this statement's by name, so it is built again rather than taken as done.
+            for stale in try await wrap({ try await Self.invalidIndexes(named: name, on: work) }) {
+                try await run(SQLStatement(text: "DROP INDEX CONCURRENTLY IF EXISTS \(stale)", line: statement.line, tokens: [],
+                                           leadingComments: []), of: migration)
+            }
+        }
         let before = try await wrap { try await Migrator.invalidIndexes(on: work) }
         var failure: Error?
         do {
@@ -160,20 +169,60 @@ struct MigrationSession {
         } catch {
             failure = error
         }
-        var invalid = try await wrap { try await Migrator.invalidIndexes(on: work) }.subtracting(before)
+        // Only the indexes this statement built: by name when it gives one, else the new
+        // invalid ones on its table that no other session is building.
+        var invalid = try await wrap { try await Self.invalidIndexes(builtBy: target, excluding: before, on: work) }
         if failure == nil && options.rebuildInvalidIndexes && !invalid.isEmpty {
             for index in invalid.sorted() {
                 _ = try await wrap { try await work.execute(script: "REINDEX INDEX CONCURRENTLY \(index)") }
             }
-            invalid = try await wrap { try await Migrator.invalidIndexes(on: work) }.subtracting(before)
+            invalid = try await wrap { try await Self.invalidIndexes(builtBy: target, excluding: before, on: work) }
         }
         if let failure, invalid.isEmpty { throw failure }
         guard !invalid.isEmpty else { return }
         for index in invalid.sorted() {
-            _ = try await wrap { try await work.execute(script: "DROP INDEX CONCURRENTLY IF EXISTS \(index)") }
+            // Best effort: what blocked the statement may block this too; the next run drops
+            // the index before building it again, and verify reports it meanwhile.
+            _ = try? await work.execute(script: "DROP INDEX CONCURRENTLY IF EXISTS \(index)")
         }
+        if let failure, case MigrationError.lockTimeout = failure { throw failure }
         throw MigrationError.invalidIndex(file: migration.fileName, line: statement.line, indexes: invalid.sorted(),
                                           underlying: (failure as? MigrationError)?.underlying)
+    }
+
+    /// The invalid index called `name` (as a statement writes it), if any.
+    static func invalidIndexes(named name: String, on connection: Connection) async throws -> [String] {
+        try await connection.query("""
+            SELECT quote_ident(n.nspname) || '.' || quote_ident(c.relname) FROM pg_index i
+            JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+            WHERE NOT i.indisvalid AND c.oid = to_regclass($1)
+            """, name).map { try $0.decode(String.self, at: 0) }
+    }
+
+    /// The invalid indexes a concurrent index statement left: its named index (and, for a
+    /// REINDEX, the `_ccnew` copies of it); for an unnamed one, the indexes of its table not
+    /// invalid `before` and not being built by another session.
+    static func invalidIndexes(builtBy target: SQLStatement.ConcurrentIndex?, excluding before: Set<String>,
+                               on connection: Connection) async throws -> Set<String> {
+        let rows: [Row]
+        if let name = target?.index {
+            rows = try await connection.query("""
+                SELECT quote_ident(n.nspname) || '.' || quote_ident(c.relname) FROM pg_index i
+                JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+                JOIN pg_class named ON named.oid = to_regclass($1)
+                WHERE NOT i.indisvalid AND c.relnamespace = named.relnamespace
+                  AND (c.oid = named.oid OR ($2 AND c.relname LIKE named.relname || '\\_ccnew%'))
+                """, name, target?.isReindex == true).map { $0 }
+            return Set(try rows.map { try $0.decode(String.self, at: 0) })
+        }
+        guard let table = target?.table else { return [] }
+        rows = try await connection.query("""
+            SELECT quote_ident(n.nspname) || '.' || quote_ident(c.relname) FROM pg_index i
+            JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+            WHERE NOT i.indisvalid AND i.indrelid = to_regclass($1)
+              AND NOT EXISTS (SELECT FROM pg_stat_progress_create_index p WHERE p.index_relid = i.indexrelid AND p.pid <> pg_backend_pid())
+            """, table).map { $0 }
+        return Set(try rows.map { try $0.decode(String.self, at: 0) }).subtracting(before)
     }
 
     /// Runs `body` again after a lock timeout, with back-off, up to `lockRetries` times.
