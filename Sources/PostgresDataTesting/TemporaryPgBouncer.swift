@@ -27,6 +27,20 @@ public final class TemporaryPgBouncer: Sendable {
     /// `transaction` or `statement`; `serverConnections` is the pool size per database and user.
     public static func start(for server: TemporaryPostgres, poolMode: String = "transaction",
                              serverConnections: Int = 2) throws -> TemporaryPgBouncer {
+        // The free port can be taken by another process before pgbouncer binds it (tests
+        // start servers in parallel): pgbouncer then exits, and a new port is tried.
+        var attempt = 1
+        while true {
+            do {
+                return try startOnce(for: server, poolMode: poolMode, serverConnections: serverConnections)
+            } catch let error as TemporaryPostgresError where error.isEarlyExit && attempt < 4 {
+                attempt += 1
+            }
+        }
+    }
+
+    private static func startOnce(for server: TemporaryPostgres, poolMode: String,
+                                  serverConnections: Int) throws -> TemporaryPgBouncer {
         guard let executable = ["/usr/sbin/pgbouncer", "/usr/bin/pgbouncer", "/usr/local/bin/pgbouncer"]
             .first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
             throw TemporaryPostgresError("pgbouncer was not found in /usr/sbin, /usr/bin or /usr/local/bin",
@@ -104,6 +118,25 @@ public final class TemporaryPgBouncer: Sendable {
             .compactMap { try? String(contentsOfFile: $0, encoding: .utf8) }.joined(separator: "\n")
     }
 
+    /// True when something accepts connections on the Unix socket at `path`.
+    private static func accepts(_ path: String) -> Bool {
+        let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        guard descriptor >= 0 else { return false }
+        defer { close(descriptor) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else { return false }
+        withUnsafeMutableBytes(of: &address.sun_path) { buffer in
+            for (offset, byte) in bytes.enumerated() { buffer[offset] = byte }
+        }
+        return withUnsafePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) == 0
+            }
+        }
+    }
+
     /// Stops PgBouncer at once and deletes its files.
     public func stop() {
         guard process.isRunning else { return }
@@ -115,10 +148,14 @@ public final class TemporaryPgBouncer: Sendable {
     private func waitUntilListening() throws {
         let socket = directory + "/.s.PGSQL.\(port)"
         for _ in 0..<500 {
-            if FileManager.default.fileExists(atPath: socket) { return }
             if !process.isRunning {
-                throw TemporaryPostgresError("pgbouncer exited at once:\n\(log)")
+                var error = TemporaryPostgresError("pgbouncer exited at once:\n\(log)")
+                error.isEarlyExit = true
+                throw error
             }
+            // The socket file alone is not enough: pgbouncer makes it before it has bound its
+            // TCP port, and exits when that fails.
+            if FileManager.default.fileExists(atPath: socket), Self.accepts(socket) { return }
             usleep(10_000)
         }
         process.kill()

@@ -265,6 +265,8 @@ public struct ServerBinaries: Sendable {
 public struct TemporaryPostgresError: Error, CustomStringConvertible, Sendable {
     public var message: String
     public var hint: String?
+    /// The process exited right after it started (a port taken meanwhile): worth a new try.
+    var isEarlyExit = false
 
     public init(_ message: String, hint: String? = nil) {
         self.message = message
