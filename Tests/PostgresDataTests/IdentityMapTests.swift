@@ -135,6 +135,11 @@ import Testing
 
 
 extension IdentityMapTests {
+    /// The read time a row-cache entry carries (stalenessInterval) fits in its padding.
+    @Test func aRowCacheEntryStaysThirtyTwoBytes() {
+        #expect(RowCache.entryStride == 32)
+    }
+
     /// `retainsRegisteredObjects` false (the default, as in Core Data): unchanged objects
     /// nothing else holds leave the context, a slice per event, and give back their row-cache
     /// references; held, inserted and changed objects stay; true keeps everything.

@@ -101,6 +101,12 @@ extension Connection {
     }
 }
 
+/// Quotes a string literal for SQL (`'it''s'`) where no bind parameter can go (DDL, `SET
+/// TRANSACTION SNAPSHOT`); only for text from a model or the server, never for request values.
+package func quoteLiteral(_ string: String) -> String {
+    "'" + string.replacingOccurrences(of: "'", with: "''") + "'"
+}
+
 /// Quotes an identifier for SQL (`"order"`, `"My ""odd"" name"`); use it for names that
 /// come from a model or a configuration, never for values.
 public func quoteIdentifier(_ name: String) -> String {

@@ -125,8 +125,13 @@ final class IdentityMap {
     /// and, when the object stays, back into the slot without a retain or a release.
     func sweep(limit: Int, where removable: (ManagedObject) -> Bool) -> Int {
         guard let slots, count > 0 else { return 0 }
-        let cell = UnsafeMutablePointer<ManagedObject>.allocate(capacity: 1)
-        defer { cell.deallocate() }
+        return withUnsafeTemporaryAllocation(of: ManagedObject.self, capacity: 1) { buffer in
+            sweep(slots, limit: limit, cell: buffer.baseAddress.unsafelyUnwrapped, where: removable)
+        }
+    }
+
+    private func sweep(_ slots: UnsafeMutablePointer<UInt>, limit: Int, cell: UnsafeMutablePointer<ManagedObject>,
+                       where removable: (ManagedObject) -> Bool) -> Int {
         var removed = 0
         var index = sweepCursor & mask
         for _ in 0..<Swift.min(limit, mask + 1) {

@@ -38,7 +38,7 @@ extension EntityDescription {
     func discriminatorCondition(alias: String, includingSubentities: Bool = true) -> String? {
         guard isInHierarchy else { return nil }
         if superentity == nil && includingSubentities { return nil }
-        let names = fetchedEntities(includingSubentities: includingSubentities).map { SchemaPlan.quoteLiteral($0.name) }
+        let names = fetchedEntities(includingSubentities: includingSubentities).map { quoteLiteral($0.name) }
         let column = alias.isEmpty ? quoteIdentifier(Self.discriminatorColumn) : "\(alias).\(quoteIdentifier(Self.discriminatorColumn))"
         if names.isEmpty { return "FALSE" }  // An abstract entity alone: no rows of its own.
         if names.count == 1 { return "\(column) = \(names[0])" }

@@ -136,9 +136,12 @@ extension ManagedObject {
 
     /// The stored value of a property (attributes and foreign-key relationships).
     public func primitiveValue(at index: Int) -> AttributeValue {
-        // A property a partial fetch read is there; any other loads the whole row first.
-        if let missing = missingProperties, !missing.contains(index) { return values[index] }
-        willAccessValues()
+        if isFaultStorage {
+            willAccessValues()
+        } else if let missing = missingProperties, missing.contains(index) {
+            // A property a partial fetch did not read: the whole row first.
+            willAccessValues()
+        }
         return values[index]
     }
 

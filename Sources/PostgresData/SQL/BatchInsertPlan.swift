@@ -88,7 +88,7 @@ struct BatchInsertPlan: Sendable {
         if entity.isInHierarchy, select.hasPrefix("SELECT * ") {
             // A hierarchy's rows name their entity (a name from the model, written out).
             columns.append(quoteIdentifier(EntityDescription.discriminatorColumn))
-            select = "SELECT *, \(SchemaPlan.quoteLiteral(entity.name))::text " + select.dropFirst("SELECT * ".count)
+            select = "SELECT *, \(quoteLiteral(entity.name))::text " + select.dropFirst("SELECT * ".count)
         }
         var sql = "INSERT INTO \(quoteIdentifier(entity.tableName)) (\(columns.joined(separator: ", "))) \(select)"
         switch request.onConflict {

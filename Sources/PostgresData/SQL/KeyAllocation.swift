@@ -20,7 +20,7 @@ struct KeyAllocation {
             // The sequence's name comes from the catalog, not from input; as a literal it is
             // resolved once, where a `$n::regclass` parameter would be looked up for every row.
             try bindings.append(Int64(count))
-            let sequence = SchemaPlan.quoteLiteral(sequences[entity.modelIndex])
+            let sequence = quoteLiteral(sequences[entity.modelIndex])
             parts.append("SELECT \(position)::int4, array_agg(nextval(\(sequence)::regclass)) FROM generate_series(1, $\(bindings.count))")
         }
         entities = wanted.map(\.0)

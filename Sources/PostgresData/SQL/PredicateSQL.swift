@@ -440,9 +440,7 @@ struct PredicateSQL {
         case .matches:
             if case .constant(.string(let pattern)) = comparison.right {
                 // An ICU pattern, as Core Data reads it, bound as the ARE with its meaning.
-                guard (left.type ?? .string) == .string else {
-                    throw PostgresDataError.invalidRequest("MATCHES compares strings, and \(left.key ?? "the left side") is \(left.type.map { "\($0)" } ?? "not a string")")
-                }
+                try Self.requireString(left, .matches)
                 let folded = comparison.diacriticInsensitive
                     ? TextFolding.fold(pattern, caseInsensitive: false, diacriticInsensitive: true) : pattern
                 let expression = try RegularExpressionDialect.postgres(folded, caseInsensitive: comparison.caseInsensitive)
@@ -489,11 +487,16 @@ struct PredicateSQL {
         }
     }
 
-    private mutating func stringMatch(_ left: Operand, _ right: Operand, _ op: PredicateComparison.Operator,
-                                      _ comparison: PredicateComparison) throws -> String {
+    /// Throws unless `left` is a string, for a string operator.
+    private static func requireString(_ left: Operand, _ op: PredicateComparison.Operator) throws {
         guard (left.type ?? .string) == .string else {
             throw PostgresDataError.invalidRequest("\(op.rawValue) compares strings, and \(left.key ?? "the left side") is \(left.type.map { "\($0)" } ?? "not a string")")
         }
+    }
+
+    private mutating func stringMatch(_ left: Operand, _ right: Operand, _ op: PredicateComparison.Operator,
+                                      _ comparison: PredicateComparison) throws -> String {
+        try Self.requireString(left, op)
         if op == .matches {
             // A pattern read from a column: anchored on the server with ICU's newline rules
             // (mode `p`); `~*` ignores case.

@@ -57,7 +57,7 @@ extension SavePlan {
         var parts = [
             "u AS (SELECT * FROM unnest(\(casts.joined(separator: ", "))) AS u(\(aliases.joined(separator: ", "))))",
         ]
-        let named = entity.isInHierarchy ? (", \(quoteIdentifier(EntityDescription.discriminatorColumn))", ", \(SchemaPlan.quoteLiteral(entity.name))::text") : ("", "")
+        let named = entity.isInHierarchy ? (", \(quoteIdentifier(EntityDescription.discriminatorColumn))", ", \(quoteLiteral(entity.name))::text") : ("", "")
         let insert = "INSERT INTO \(table) AS t (\"id\", \(names.joined(separator: ", "))\(named.0)) SELECT *\(named.1) FROM u ON CONFLICT (\(target.joined(separator: ", ")))"
         let select: String
         switch resolution {

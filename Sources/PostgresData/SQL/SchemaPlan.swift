@@ -90,7 +90,7 @@ struct SchemaPlan {
         }
         if entity.isInHierarchy {
             let column = EntityDescription.discriminatorColumn
-            let names = entity.fetchedEntities(includingSubentities: true).map { Self.quoteLiteral($0.name) }.joined(separator: ", ")
+            let names = entity.fetchedEntities(includingSubentities: true).map { quoteLiteral($0.name) }.joined(separator: ", ")
             let check = SchemaNaming.identifier(table, column, "check")
             lines.append("\(quoteIdentifier(column)) text NOT NULL CONSTRAINT \(quoteIdentifier(check)) CHECK (\(quoteIdentifier(column)) IN (\(names)))")
             describe(table, column: .init(name: column, type: "text", isNullable: false),
@@ -135,7 +135,7 @@ struct SchemaPlan {
     /// empty) with a `CHECK` that requires it on the sub-entity's rows.
     private mutating func requireOnRows(of owner: EntityDescription, column: String, key: String) {
         let table = owner.tableName
-        let names = owner.selfAndDescendants.map { Self.quoteLiteral($0.name) }.joined(separator: ", ")
+        let names = owner.selfAndDescendants.map { quoteLiteral($0.name) }.joined(separator: ", ")
         let name = SchemaNaming.identifier(table, column, "required")
         let definition = "CHECK (\(quoteIdentifier(EntityDescription.discriminatorColumn)) NOT IN (\(names)) OR \(quoteIdentifier(column)) IS NOT NULL)"
         let statement = "ALTER TABLE \(quoteIdentifier(table)) ADD CONSTRAINT \(quoteIdentifier(name)) \(definition)"
@@ -203,7 +203,7 @@ struct SchemaPlan {
             }
         }
         if let pattern = attribute.regularExpression, attribute.attributeType == .string {
-            check("pattern", "\(column) ~ \(Self.quoteLiteral("^(?:\(pattern))$"))", "\(attribute.name) matches \(pattern)")
+            check("pattern", "\(column) ~ \(quoteLiteral("^(?:\(pattern))$"))", "\(attribute.name) matches \(pattern)")
         }
         for (offset, format) in attribute.validationPredicates.enumerated() {
             guard let condition = Self.checkCondition(format, of: attribute, in: entity) else { continue }
@@ -294,8 +294,4 @@ struct SchemaPlan {
         value == value.rounded() && abs(value) < 1e15 ? String(Int64(value)) : String(value)
     }
 
-    /// A string literal from the model (never from user input at run time).
-    static func quoteLiteral(_ string: String) -> String {
-        "'" + string.replacingOccurrences(of: "'", with: "''") + "'"
-    }
 }

@@ -85,7 +85,7 @@ final class QueryGeneration: Sendable {
         }
         return try await pool.withConnection(resettingSession: false) { connection in
             try await connection.withTransaction(TransactionOptions(isolation: .repeatableRead, readOnly: true)) { connection in
-                try await connection.query("SET TRANSACTION SNAPSHOT '\(snapshot)'")
+                try await connection.query("SET TRANSACTION SNAPSHOT \(quoteLiteral(snapshot))")
                 return try await body(connection)
             }
         }

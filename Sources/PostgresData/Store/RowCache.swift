@@ -144,6 +144,9 @@ final class RowCache: Sendable {
     private let state = Locked(State())
     private let start = ContinuousClock.now
 
+    /// The bytes an entry takes in the cache's tables (a million rows: a million entries).
+    static var entryStride: Int { MemoryLayout<Entry>.stride }
+
     /// Now, in 1/64 s since the cache began (two years fit): the time rows entered it.
     func stamp() -> UInt32 {
         let elapsed = start.duration(to: .now).components

@@ -71,7 +71,7 @@ package struct StagePlan: Sendable {
         for table in after.tables {
             let quoted = quoteIdentifier(table.name)
             guard let existing = before.table(named: table.name) else {
-                expand.append(Self.createTable(table))
+                expand.append(SchemaDiff.createTable(table))
                 for constraint in table.constraints where constraint.kind == .foreignKey {
                     foreignKeys.append("ALTER TABLE \(quoted) ADD CONSTRAINT \(quoteIdentifier(constraint.name)) \(constraint.definition) NOT VALID")
                     validate.append("ALTER TABLE \(quoted) VALIDATE CONSTRAINT \(quoteIdentifier(constraint.name))")
@@ -118,8 +118,8 @@ package struct StagePlan: Sendable {
                     let kind = constraint.kind == .unique ? "UNIQUE" : "PRIMARY KEY"
                     indexes.append("CREATE UNIQUE INDEX CONCURRENTLY IF NOT EXISTS \(constraintName) ON \(quoted) \(columns)")
                     validate.append("""
-                        DO $$ BEGIN IF NOT EXISTS (SELECT FROM pg_constraint WHERE conname = \(SchemaPlanLiteral.quote(constraint.name)) \
-                        AND conrelid = \(SchemaPlanLiteral.quote(quoted))::regclass) THEN \
+                        DO $$ BEGIN IF NOT EXISTS (SELECT FROM pg_constraint WHERE conname = \(quoteLiteral(constraint.name)) \
+                        AND conrelid = \(quoteLiteral(quoted))::regclass) THEN \
                         ALTER TABLE \(quoted) ADD CONSTRAINT \(constraintName) \(kind) USING INDEX \(constraintName); END IF; END $$
                         """)
                 case .exclusion:
@@ -217,17 +217,5 @@ package struct StagePlan: Sendable {
             return prefix + "CONCURRENTLY IF NOT EXISTS " + rest
         }
         return definition
-    }
-
-    /// `CREATE TABLE` with every constraint but foreign keys (a new table is empty).
-    static func createTable(_ table: SchemaDescription.Table) -> String {
-        SchemaDiff.createTable(table)
-    }
-}
-
-/// A string as a SQL literal.
-enum SchemaPlanLiteral {
-    static func quote(_ text: String) -> String {
-        "'" + text.replacingOccurrences(of: "'", with: "''") + "'"
     }
 }
