@@ -32,12 +32,16 @@ build:
 # Checks the DocC catalogue's links against the symbols (docc from the toolchain; a separate
 # build directory, since symbol graphs change the compiler flags).
 docs:
-	swift build --scratch-path .build-docs --target PostgresData \
+	swift build --scratch-path .build-docs --target PostgresMigrations \
 		-Xswiftc -emit-symbol-graph -Xswiftc -emit-symbol-graph-dir -Xswiftc .build-docs/symbol-graphs
-	mkdir -p .build-docs/graphs && cp .build-docs/symbol-graphs/PostgresData.symbols.json .build-docs/symbol-graphs/PostgresData@*.json .build-docs/graphs/
-	docc convert Sources/PostgresData/Documentation.docc --additional-symbol-graph-dir .build-docs/graphs \
-		--fallback-display-name PostgresData --fallback-bundle-identifier PostgresData \
-		--output-path .build-docs/PostgresData.doccarchive --analyze --warnings-as-errors
+	for module in PostgresData PostgresMigrations; do \
+		rm -rf .build-docs/graphs-$$module && mkdir -p .build-docs/graphs-$$module && \
+		cp .build-docs/symbol-graphs/$$module.symbols.json .build-docs/graphs-$$module/ && \
+		{ cp .build-docs/symbol-graphs/$$module@*.json .build-docs/graphs-$$module/ 2>/dev/null || true; } && \
+		docc convert Sources/$$module/Documentation.docc --additional-symbol-graph-dir .build-docs/graphs-$$module \
+			--fallback-display-name $$module --fallback-bundle-identifier $$module \
+			--output-path .build-docs/$$module.doccarchive --analyze --warnings-as-errors || exit 1; \
+	done
 
 clean:
 	rm -rf .build .build-*

@@ -13,32 +13,68 @@ struct MigrationLinterTests {
         return try MigrationLinter(defaultLockTimeout: defaultLockTimeout, tableSizes: sizes).lint([migration])
     }
 
-    @Test(arguments: [
-        ("index-without-concurrently", "CREATE INDEX items_name_idx ON items (name);", "CREATE INDEX fresh_name_idx ON fresh (name);", false),
-        ("concurrently-in-transaction", "CREATE INDEX CONCURRENTLY items_name_idx ON items (name);",
-         "CREATE INDEX CONCURRENTLY items_name_idx ON items (name);", true),
-        ("add-column-not-null-without-default", "ALTER TABLE items ADD COLUMN rank integer NOT NULL;",
-         "ALTER TABLE items ADD COLUMN rank integer NOT NULL DEFAULT 0;", false),
-        ("add-column-rewrite", "ALTER TABLE items ADD COLUMN token uuid DEFAULT gen_random_uuid();",
-         "ALTER TABLE items ADD COLUMN token uuid DEFAULT '00000000-0000-0000-0000-000000000000';", false),
-        ("column-type-change", "ALTER TABLE items ALTER COLUMN weight TYPE bigint;", "ALTER TABLE fresh ALTER COLUMN id TYPE integer;", false),
-        ("set-not-null", "ALTER TABLE items ALTER COLUMN name SET NOT NULL;",
-         "ALTER TABLE items ADD CONSTRAINT items_name_not_null CHECK (name IS NOT NULL) NOT VALID;\nALTER TABLE items VALIDATE CONSTRAINT items_name_not_null;\nALTER TABLE items ALTER COLUMN name SET NOT NULL;", false),
-        ("constraint-without-not-valid", "ALTER TABLE items ADD CONSTRAINT items_list_fkey FOREIGN KEY (list_id) REFERENCES lists (id);",
-         "ALTER TABLE items ADD CONSTRAINT items_list_fkey FOREIGN KEY (list_id) REFERENCES lists (id) NOT VALID;", false),
-        ("unique-without-index", "ALTER TABLE items ADD CONSTRAINT items_name_key UNIQUE (name);",
-         "ALTER TABLE items ADD CONSTRAINT items_name_key UNIQUE USING INDEX items_name_idx;", false),
-        ("drop-column", "ALTER TABLE items DROP COLUMN notes;", "ALTER TABLE items DROP CONSTRAINT items_notes_check;", false),
-        ("rename-column", "ALTER TABLE items RENAME COLUMN notes TO remarks;", "ALTER TABLE fresh RENAME COLUMN name TO title;", false),
-        ("rename-table", "ALTER TABLE items RENAME TO things;", "ALTER TABLE fresh RENAME TO brand_new;", false),
-        ("drop-table", "DROP TABLE items;", "DROP TABLE fresh;", false),
-        ("missing-lock-timeout", "SET lock_timeout = 0;", "SET lock_timeout = '2s';", false),
-    ])
-    func eachRuleReportsTheDangerousFormAndNotTheSafeOne(rule: String, dangerous: String, safe: String, safeOutsideTransaction: Bool) throws {
-        let reported = try Self.findings(dangerous)
-        #expect(reported.contains { $0.rule == rule && $0.line == 3 }, "\(rule) should report: \(dangerous)")
-        let safeFindings = try Self.findings(safe, transactional: !safeOutsideTransaction)
-        #expect(!safeFindings.contains { $0.rule == rule }, "\(rule) should not report: \(safe)")
+    /// A rule's example as a migration file: leading `-- migrate:` lines are directives.
+    static func file(_ example: String) throws -> Migration {
+        let lines = example.split(separator: "\n", omittingEmptySubsequences: false)
+        let header = lines.prefix { $0.hasPrefix("-- migrate:") }
+        let body = lines.dropFirst(header.count)
+        return try Migration(fileName: "0001_example.sql", contents: (header + ["-- migrate:up"] + body).joined(separator: "\n") + "\n")
+    }
+
+    /// Every rule of the catalog reports its documented example and not its safe form.
+    @Test(arguments: LintRule.all)
+    func eachRuleReportsItsExampleAndNotItsSafeForm(rule: LintRule) throws {
+        let linter = MigrationLinter(defaultLockTimeout: "5s", includesStyle: rule.level == .style)
+        let reported = try linter.lint([Self.file(rule.reported)])
+        #expect(reported.contains { $0.rule == rule.id }, "\(rule.id) should report: \(rule.reported) — got \(reported.map(\.rule))")
+        if let finding = reported.first(where: { $0.rule == rule.id }) {
+            #expect(finding.severity == rule.severity && finding.documentation == rule.documentationPath && !finding.hint.isEmpty)
+        }
+        let safe = try linter.lint([Self.file(rule.safe)])
+        #expect(!safe.contains { $0.rule == rule.id }, "\(rule.id) should not report: \(rule.safe)")
+        // Without `--style`, a style rule reports nothing.
+        if rule.level == .style {
+            #expect(try !MigrationLinter().lint([Self.file(rule.reported)]).contains { $0.rule == rule.id })
+        }
+    }
+
+    /// The DocC catalog has one article per rule, equal to the catalog's text
+    /// (`UPDATE_LINT_DOCS=1 swift test --filter articles` rewrites them).
+    @Test func eachRuleHasItsDocumentationArticle() throws {
+        let folder = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .appendingPathComponent("../../Sources/PostgresMigrations/Documentation.docc/Rules").standardized.path
+        if ProcessInfo.processInfo.environment["UPDATE_LINT_DOCS"] != nil {
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            for rule in LintRule.all { try rule.documentationArticle.write(toFile: "\(folder)/\(rule.id).md", atomically: true, encoding: .utf8) }
+        }
+        let files = Set(try FileManager.default.contentsOfDirectory(atPath: folder))
+        #expect(files == Set(LintRule.all.map { "\($0.id).md" }))
+        for rule in LintRule.all {
+            #expect(try String(contentsOfFile: "\(folder)/\(rule.id).md", encoding: .utf8) == rule.documentationArticle, "\(rule.id).md is stale")
+        }
+        #expect(Set(LintRule.all.map(\.id)).count == LintRule.all.count)
+    }
+
+    @Test func aValidatedNotNullCheckInAnEarlierMigrationLetsSetNotNullSkipTheScan() throws {
+        let add = try Migration(fileName: "0001_check.sql", contents: """
+            -- migrate:up
+            ALTER TABLE items ADD CONSTRAINT items_name_not_null CHECK (name IS NOT NULL) NOT VALID;
+            """)
+        let validate = try Migration(fileName: "0002_validate.sql", contents: """
+            -- migrate:up
+            ALTER TABLE items VALIDATE CONSTRAINT items_name_not_null;
+            ALTER TABLE items ALTER COLUMN name SET NOT NULL;
+            ALTER TABLE items ALTER COLUMN other SET NOT NULL;
+            """)
+        let findings = try MigrationLinter().lint([add, validate])
+        #expect(findings.filter { $0.rule == "set-not-null" }.map(\.line) == [4])
+        #expect(!findings.contains { $0.rule == "validate-in-same-transaction" })
+    }
+
+    @Test func aNoTransactionFileMayCommitItsOwnTransaction() throws {
+        let findings = try Self.findings("BEGIN;\nUPDATE items SET rank = 0;\nCOMMIT;\nBEGIN;\nUPDATE items SET rank = 1;", transactional: false)
+        #expect(findings.filter { $0.rule == "uncommitted-transaction" }.map(\.line) == [7])
+        #expect(!findings.contains { $0.rule == "transaction-control" || $0.rule == "transaction-nesting" })
     }
 
     @Test func aFileLockingATableWithLockTimeoutDisabledIsReported() throws {
@@ -51,6 +87,24 @@ struct MigrationLinterTests {
     @Test func aCommentSilencesOneRuleForOneStatement() throws {
         let findings = try Self.findings("-- lint:ignore drop-column\nALTER TABLE items DROP COLUMN notes;\nALTER TABLE items DROP COLUMN extra;")
         #expect(findings.map(\.line) == [5])
+    }
+
+    @Test func aLockOnASmallLiveTableIsAWarningAndOnABigOneAnError() throws {
+        let sql = "ALTER TABLE items ALTER COLUMN weight TYPE bigint;\nALTER TABLE items RENAME TO things;"
+        let small = try Self.findings(sql, sizes: ["items": TableSize(bytes: 64 * 1024, estimatedRows: 300)])
+        #expect(small.first { $0.rule == "column-type-change" }?.severity == .warning)
+        #expect(small.first { $0.rule == "column-type-change" }?.message.contains("small enough today") == true)
+        let big = try Self.findings(sql, sizes: ["items": TableSize(bytes: 8 << 20, estimatedRows: 90_000)])
+        #expect(big.first { $0.rule == "column-type-change" }?.severity == .error)
+    }
+
+    @Test func schemaQualifiedTablesAreMatchedWithTheirSchema() throws {
+        let sizes = ["analytics.events": TableSize(bytes: 3 << 30, estimatedRows: 9_000_000), "public.events": TableSize(bytes: 8192, estimatedRows: 1),
+                     "events": TableSize(bytes: 8192, estimatedRows: 1)]
+        let findings = try Self.findings("CREATE INDEX e_idx ON analytics.events (at);\nCREATE INDEX e2_idx ON \"analytics\".events (kind);\nCREATE INDEX g_idx ON ghosts.events (x);", sizes: sizes)
+        #expect(findings.map(\.line) == [3, 4])
+        #expect(findings.allSatisfy { $0.table == "analytics.events" && $0.tableBytes == 3 << 30 && $0.severity == .error })
+        #expect(findings[0].message.contains("\"analytics.events\" is 3.0 GB, about 9.0M rows"))
     }
 
     @Test func liveSizesAreQuotedAndOnlyExistingTablesCount() throws {

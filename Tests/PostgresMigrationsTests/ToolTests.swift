@@ -153,14 +153,37 @@ struct ToolTests {
 
     @Test func lintReadsLiveTableSizes() async throws {
         let fixture = try await MigrationFixture.make([
-            "0001_table.sql": "-- migrate:up\nCREATE TABLE big AS SELECT g AS x FROM generate_series(1, 50000) g;\nANALYZE big;\n",
+            "0001_table.sql": """
+                -- migrate:up
+                CREATE TABLE big AS SELECT g AS x FROM generate_series(1, 50000) g;
+                CREATE SCHEMA analytics;
+                CREATE TABLE analytics.events AS SELECT g AS at FROM generate_series(1, 40000) g;
+                CREATE TABLE tiny (x int);
+                ANALYZE big;
+                ANALYZE analytics.events;
+                """,
         ])
         #expect(try await fixture.tool(["up"]).status == 0)
-        try fixture.write("0002_index.sql", "-- migrate:up\nCREATE INDEX big_x_idx ON big (x);\n")
+        try fixture.write("0002_index.sql", """
+            -- migrate:up
+            CREATE INDEX big_x_idx ON big (x);
+            CREATE INDEX events_at_idx ON analytics.events (at);
+            CREATE INDEX tiny_x_idx ON tiny (x);
+            CREATE INDEX ghost_idx ON analytics.ghosts (x);
+            """)
         let lint = try await fixture.tool(["lint"])
         #expect(lint.status == 3)
         #expect(lint.output.contains("0002_index.sql:2: error [index-without-concurrently]"))
         #expect(lint.output.contains(#""big" is "#) && lint.output.contains("about 50k rows: this blocks writes to a"))
+        // A schema-qualified table is sized as well (it was missed when only current_schema() was read).
+        #expect(lint.output.contains("0002_index.sql:3: error [index-without-concurrently]"))
+        #expect(lint.output.contains(#""analytics.events" is "#) && lint.output.contains("about 40k rows"))
+        // An empty table: the lock is brief, a warning; a table that does not exist: nothing.
+        #expect(lint.output.contains("0002_index.sql:4: warning [index-without-concurrently]"))
+        #expect(!lint.output.contains("0002_index.sql:5"))
+        // The code frame and the rule's page.
+        #expect(lint.output.contains("3 │ CREATE INDEX events_at_idx ON analytics.events (at)"))
+        #expect(lint.output.contains("docs: /documentation/postgresmigrations/index-without-concurrently"))
         #expect(!lint.output.contains("0001_table.sql"))
     }
 

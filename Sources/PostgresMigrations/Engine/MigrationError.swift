@@ -4,7 +4,7 @@ import PostgresClient
 /// Why the migration tool refused to run or stopped, with what to do about it.
 ///
 /// Every case names the file (and line, when there is one); server errors keep the
-/// ``PostgresError`` with its SQLSTATE, message, detail and hint.
+/// `PostgresError` with its SQLSTATE, message, detail and hint.
 public enum MigrationError: Error, Sendable, CustomStringConvertible {
     /// A file in the migrations folder cannot be read as a migration.
     case invalidFile(file: String, line: Int?, message: String)

@@ -8,8 +8,9 @@ public struct LintFinding: Sendable, Hashable, Codable, CustomStringConvertible 
         case warning
     }
 
-    /// The rule's identifier (`index-without-concurrently`); `-- lint:ignore <rule>` in the
-    /// comments right before a statement silences it for that statement.
+    /// The rule's identifier (`index-without-concurrently`, see ``LintRule``);
+    /// `-- lint:ignore <rule>` in the comments right before a statement silences it for
+    /// that statement.
     public var rule: String
     /// Error or warning.
     public var severity: Severity
@@ -17,14 +18,20 @@ public struct LintFinding: Sendable, Hashable, Codable, CustomStringConvertible 
     public var file: String
     /// The line of the statement in the file.
     public var line: Int
-    /// What the statement does and why it is dangerous.
+    /// What the statement does and why it is dangerous: table, column, lock and effect.
     public var message: String
     /// The safe way to do it.
     public var hint: String
-    /// The table concerned, when there is one.
+    /// The table concerned, when there is one (schema-qualified when the statement qualifies it).
     public var table: String?
     /// The table's size on the database given, in bytes, when known.
     public var tableBytes: Int64?
+    /// The lock the statement takes, when that is the hazard (`ACCESS EXCLUSIVE`).
+    public var lock: String?
+    /// The statement, as written in the file (for a code frame).
+    public var statement: String?
+    /// The rule's documentation page in the DocC archive.
+    public var documentation: String?
 
     public var description: String {
         "\(file):\(line): \(severity.rawValue) [\(rule)] \(message)\n  hint: \(hint)"

@@ -12,6 +12,8 @@ struct StatementShape {
     var kind: Kind
     /// The table, lowercased unless quoted, without its schema.
     var table: String?
+    /// The table's schema when the statement names one.
+    var schema: String?
     /// For `ALTER TABLE`: each comma-separated action's tokens.
     var actions: [[SQLToken]] = []
 
@@ -23,11 +25,14 @@ struct StatementShape {
         func skip(_ expected: String...) {
             for word in expected where cursor < words.count && words[cursor] == word { cursor += 1 }
         }
-        /// Reads a possibly schema-qualified name at `cursor`; returns its last part.
+        var schema: String?
+        /// Reads a possibly schema-qualified name at `cursor`; returns its last part and
+        /// keeps the part before it in `schema`.
         func name() -> String? {
             guard cursor < tokens.count, var last = tokens[cursor].name else { return nil }
             cursor += 1
             while cursor + 1 < tokens.count, tokens[cursor].kind == .symbol("."), let next = tokens[cursor + 1].name {
+                schema = last
                 last = next
                 cursor += 2
             }
@@ -78,5 +83,12 @@ struct StatementShape {
         default:
             kind = .other
         }
+        self.schema = schema
+    }
+
+    /// The key of the table in ``MigrationLinter/tableSizes``: `schema.table` when the
+    /// statement qualifies it, else the bare name (as the search path finds it).
+    var tableKey: String? {
+        table.map { table in schema.map { "\($0).\(table)" } ?? table }
     }
 }

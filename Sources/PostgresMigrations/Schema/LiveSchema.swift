@@ -66,16 +66,20 @@ enum LiveSchema {
         return SchemaDescription(tables: order.map { tables[$0]! })
     }
 
-    /// Sizes of the current schema's tables, for the linter.
+    /// Sizes of the tables outside the system schemas, for the linter: keyed `schema.table`,
+    /// and by the bare name for those the search path finds.
     static func tableSizes(on connection: Connection) async throws -> [String: TableSize] {
         var sizes: [String: TableSize] = [:]
         for row in try await connection.query("""
-            SELECT c.relname::text, pg_total_relation_size(c.oid), greatest(c.reltuples, 0)::bigint
+            SELECT n.nspname::text, c.relname::text, pg_table_is_visible(c.oid), pg_total_relation_size(c.oid),
+                   greatest(c.reltuples, 0)::bigint
             FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-            WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p')
+            WHERE c.relkind IN ('r', 'p') AND n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\\_%'
             """) {
-            let (name, bytes, rows) = try row.decode((String, Int64, Int64).self)
-            sizes[name] = TableSize(bytes: bytes, estimatedRows: rows)
+            let (schema, name, visible, bytes, rows) = try row.decode((String, String, Bool, Int64, Int64).self)
+            let size = TableSize(bytes: bytes, estimatedRows: rows)
+            sizes["\(schema).\(name)"] = size
+            if visible { sizes[name] = size }
         }
         return sizes
     }

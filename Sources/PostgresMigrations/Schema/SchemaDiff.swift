@@ -7,7 +7,7 @@ import PostgresData
 /// Tables, columns, constraints and indexes are matched by name. Missing ones are created
 /// (foreign keys after every table, indexes last); a column of another type is altered with
 /// `USING column::type`, nullability follows the model. What the live schema has and the
-/// model does not is never dropped unless ``includeDrops`` is set: it is listed in ``notes``.
+/// model does not is never dropped unless `includeDrops` is set: it is listed in ``notes``.
 public struct SchemaDiff: Sendable {
     /// The statements, in the order to run them; empty when the schemas agree.
     public private(set) var statements: [String] = []

@@ -16,7 +16,7 @@ import PostgresData
 /// try await migrator.up()
 /// ```
 ///
-/// Each stage becomes up to five migrations (see ``StagePlan``): versions `<stage>1`
+/// Each stage becomes up to five migrations (planned by the internal `StagePlan`): versions `<stage>1`
 /// expand, `<stage>2` indexes, `<stage>3` the custom stage's code, `<stage>4` validate,
 /// `<stage>5` contract (`0011`…`0015` for the first stage); version `0001` creates the
 /// first version's schema, or is recorded as done when its tables exist already. Their
