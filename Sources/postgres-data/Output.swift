@@ -58,8 +58,11 @@ struct Output: Sendable {
         let code = Self.exitCode(for: error)
         let message = (error as? MigrationError)?.description ?? (error as? PostgresError).map { MigrationError.database($0).description } ?? "\(error)"
         if json {
-            let state = (error as? MigrationError)?.sqlState ?? (error as? PostgresError)?.sqlState
-            try? document(["error": ErrorDocument(message: message, exitCode: code.rawValue, sqlState: state?.code)])
+            let migrationError = error as? MigrationError
+            let state = migrationError?.sqlState ?? (error as? PostgresError)?.sqlState
+            try? document(["error": ErrorDocument(message: message, exitCode: code.rawValue, sqlState: state?.code,
+                                                  file: migrationError?.file?.name, line: migrationError?.file?.line,
+                                                  blockers: migrationError.map(\.blockers).flatMap { $0.isEmpty ? nil : $0 })])
         } else {
             clearProgress()
             FileHandle.standardError.write(Data((styled("error: ", .red) + message + "\n").utf8))
@@ -67,11 +70,15 @@ struct Output: Sendable {
         return code
     }
 
-    /// A failure in JSON: the exit code a number, as the process's.
+    /// A failure in JSON: the exit code a number, as the process's; the file, line and
+    /// blocking sessions as fields of their own.
     struct ErrorDocument: Encodable {
         var message: String
         var exitCode: Int32
         var sqlState: String?
+        var file: String?
+        var line: Int?
+        var blockers: [LockBlocker]?
     }
 
     /// The documented exit code of an error.

@@ -25,7 +25,9 @@ struct StatusCommand: ToolCommand {
             if let applied = status.applied, status.state != .pending {
                 line += output.styled("  \(applied.appliedAt.formatted(.iso8601)) by \(applied.appliedBy)", .dim)
             }
-            if status.state == .partial, let done = status.applied?.statementsApplied { line += "  (\(done) statement\(done == 1 ? "" : "s") done)" }
+            if status.state == .partial, let done = status.applied?.statementsApplied {
+                line += "  (\(done) statement\(done == 1 ? "" : "s") done\(status.applied?.checksum != status.checksum ? "; the file changed since, up resumes with it" : ""))"
+            }
             output.line(line)
         }
         if statuses.isEmpty { output.line("no migrations in \(common.dir)") }

@@ -97,6 +97,8 @@ struct ToolTests {
         let statuses = try decoder.decode([MigrationStatus].self, from: Data(status.output.utf8))
         #expect(statuses.map(\.state) == [.applied, .applied])
         #expect(statuses[0].applied?.checksum == statuses[0].checksum)
+        // Durations are numbers of milliseconds, not a Duration's [seconds, attoseconds].
+        #expect(status.output.contains("\"durationMilliseconds\" : ") && !status.output.contains("\"duration\" : ["))
 
         let plan = try await fixture.tool(["plan", "--down", "--json"])
         #expect(plan.status == 0 && plan.output.contains("DROP TABLE b;") && !plan.output.contains("DROP TABLE a;"))
@@ -222,6 +224,45 @@ struct ToolTests {
         #expect(try await connection.query("SELECT sum(years)::int8 FROM person")[0].decode(Int64.self, at: 0) == 125_250)
         #expect(try await connection.query("SELECT count(*) FROM pg_constraint WHERE conname = 'person_nickname_key'")[0].decode(Int64.self, at: 0) == 1)
         await connection.close()
+    }
+
+    /// A lock timeout in JSON: exit code 4, the file and line, and the blocking session as
+    /// fields; an idle transaction gets pg_terminate_backend advice, not pg_cancel_backend.
+    @Test func aLockTimeoutNamesItsBlockersAsFields() async throws {
+        let fixture = try await MigrationFixture.make(["0001_t.sql": "-- migrate:up\nCREATE TABLE t (x int);\n"])
+        #expect(try await fixture.tool(["up"]).status == 0)
+        try fixture.write("0002_alter.sql", "-- migrate:up\nALTER TABLE t ADD COLUMN y int;\n")
+        let blocker = try await fixture.connect()
+        try await blocker.execute(script: "BEGIN; SELECT * FROM t")
+        let run = try await fixture.tool(["up", "--json", "--lock-timeout", "100ms", "--lock-retries", "1", "--retry-delay", "0.05"])
+        #expect(run.status == 4, "\(run.output) \(run.errors)")
+        struct Failure: Decodable {
+            var error: Body
+            struct Body: Decodable { var message: String; var exitCode: Int; var sqlState: String?; var file: String?; var line: Int?; var blockers: [LockBlocker]? }
+        }
+        let failure = try JSONDecoder().decode(Failure.self, from: Data(run.output.utf8)).error
+        #expect(failure.exitCode == 4 && failure.sqlState == "55P03" && failure.file == "0002_alter.sql" && failure.line == 2)
+        #expect(failure.blockers?.map(\.pid) == [blocker.backendPID] && failure.blockers?.first?.state == "idle in transaction")
+        #expect(failure.message.contains("pg_terminate_backend") && !failure.message.contains("pg_cancel_backend(pid) "))
+        await blocker.close()
+    }
+
+    /// A no-transaction file that failed part-way and was then fixed is partial, not edited:
+    /// `up` resumes it after the statements that succeeded and records the fixed checksum.
+    @Test func aFixedPartialFileResumesInsteadOfCountingAsEdited() async throws {
+        let fixture = try await MigrationFixture.make([
+            "0001_steps.sql": "-- migrate:no-transaction\n-- migrate:up\nCREATE TABLE one (x int);\nSELECT 1 / 0;\nCREATE TABLE three (x int);\n",
+        ])
+        #expect(try await fixture.tool(["up"]).status == 1)
+        try fixture.write("0001_steps.sql", "-- migrate:no-transaction\n-- migrate:up\nCREATE TABLE one (x int);\nSELECT 1 / 1;\nCREATE TABLE three (x int);\n")
+        let status = try await fixture.tool(["status"])
+        #expect(status.output.contains("partial") && status.output.contains("the file changed since") && !status.output.contains("edited"), "\(status.output)")
+        let up = try await fixture.tool(["up"])
+        #expect(up.status == 0, "\(up.errors)")
+        #expect(try await fixture.tableExists("three"))
+        let statuses = try await fixture.migrator().status()
+        #expect(statuses.map(\.state) == [.applied] && statuses[0].applied?.checksum == statuses[0].checksum)
+        #expect(try await fixture.tool(["verify"]).status == 0)
     }
 
     @Test func verifySaysWhatIsPending() async throws {

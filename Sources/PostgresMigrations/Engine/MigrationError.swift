@@ -62,7 +62,7 @@ public enum MigrationError: Error, Sendable, CustomStringConvertible {
             } else {
                 text += "\n  blocked by:" + blockers.map { "\n    \($0)" }.joined()
             }
-            return text + "\n  Retry when they are done, or end them with pg_cancel_backend(pid)."
+            return text + "\n  " + Self.advice(for: blockers)
         case .migrationLockTimeout(let waited, let holder):
             return "another runner held the migration lock for \(waited) and this one stopped waiting"
                 + (holder.map { "; it is \($0)" } ?? "")
@@ -80,6 +80,41 @@ public enum MigrationError: Error, Sendable, CustomStringConvertible {
             return "baseline refused: \(reason)"
         case .database(let error):
             return Self.describe(error)
+        }
+    }
+
+    /// What to do about the sessions holding the lock: an idle transaction has no statement
+    /// to cancel, so only ending its session releases its locks.
+    static func advice(for blockers: [LockBlocker]) -> String {
+        let idle = blockers.filter { $0.state?.hasPrefix("idle in transaction") == true }.map(\.pid)
+        let active = blockers.filter { $0.state?.hasPrefix("idle in transaction") != true }.map(\.pid)
+        var parts: [String] = []
+        if !active.isEmpty {
+            parts.append("cancel the statement of \(active.map { "pid \($0)" }.joined(separator: ", ")) with pg_cancel_backend(pid)")
+        }
+        if !idle.isEmpty {
+            parts.append("end the idle transaction of \(idle.map { "pid \($0)" }.joined(separator: ", ")) with pg_terminate_backend(pid) (pg_cancel_backend does nothing to a session between statements)")
+        }
+        return parts.isEmpty ? "Retry when the blocking transactions are done." : "Retry when they are done, or " + parts.joined(separator: "; ") + "."
+    }
+
+    /// The sessions that blocked the migration (a lock timeout) or held the migration lock.
+    public var blockers: [LockBlocker] {
+        switch self {
+        case .lockTimeout(_, _, _, let blockers, _): blockers
+        case .migrationLockTimeout(_, let holder): holder.map { [$0] } ?? []
+        default: []
+        }
+    }
+
+    /// The file and line the error is about, when there is one.
+    public var file: (name: String, line: Int?)? {
+        switch self {
+        case .invalidFile(let file, let line, _): (file, line)
+        case .edited(let file, _, _, _), .noDownSection(let file): (file, nil)
+        case .statementFailed(let file, let line, _, _), .lockTimeout(let file, let line, _, _, _),
+             .invalidIndex(let file, let line, _, _), .transactionControl(let file, let line): (file, line)
+        default: nil
         }
     }
 

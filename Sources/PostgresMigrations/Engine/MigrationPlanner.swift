@@ -33,10 +33,12 @@ public struct MigrationPlanner: Sendable {
             if let row = byVersion[migration.version] {
                 if row.kind == .baseline {
                     state = .baseline
-                } else if row.checksum != checksum {
-                    state = .edited
+                } else if !row.isComplete {
+                    // A non-transactional file that stopped may have been fixed since: `up`
+                    // resumes it after its last statement that succeeded.
+                    state = .partial
                 } else {
-                    state = row.isComplete ? .applied : .partial
+                    state = row.checksum != checksum ? .edited : .applied
                 }
             } else if let baseline, migration.version <= baseline {
                 state = .baseline

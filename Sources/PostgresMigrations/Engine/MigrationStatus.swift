@@ -11,7 +11,8 @@ public struct MigrationStatus: Sendable, Hashable, Codable {
         case outOfOrder = "out-of-order"
         /// Applied, but the file changed since.
         case edited
-        /// A non-transactional migration that started and did not finish; `up` resumes it.
+        /// A non-transactional migration that started and did not finish; `up` resumes it
+        /// after its last statement that succeeded, with the file as it is now (fixed, say).
         case partial
         /// Applied, but no file has its version any more.
         case missing

@@ -31,6 +31,40 @@ public struct AppliedMigration: Sendable, Hashable, Codable {
     public var isComplete: Bool
 }
 
+extension AppliedMigration {
+    private enum CodingKeys: String, CodingKey {
+        case version, name, checksum, kind, appliedAt, durationMilliseconds, appliedBy, statementsApplied, isComplete
+    }
+
+    /// In JSON the duration is `durationMilliseconds`, a number (a `Duration` would encode
+    /// as a pair of seconds and attoseconds).
+    public func encode(to encoder: Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(version, forKey: .version)
+        try container.encode(name, forKey: .name)
+        try container.encode(checksum, forKey: .checksum)
+        try container.encode(kind, forKey: .kind)
+        try container.encode(appliedAt, forKey: .appliedAt)
+        try container.encodeIfPresent(duration?.milliseconds, forKey: .durationMilliseconds)
+        try container.encode(appliedBy, forKey: .appliedBy)
+        try container.encodeIfPresent(statementsApplied, forKey: .statementsApplied)
+        try container.encode(isComplete, forKey: .isComplete)
+    }
+
+    public init(from decoder: Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        version = try container.decode(MigrationVersion.self, forKey: .version)
+        name = try container.decode(String.self, forKey: .name)
+        checksum = try container.decode(MigrationChecksum.self, forKey: .checksum)
+        kind = try container.decode(Kind.self, forKey: .kind)
+        appliedAt = try container.decode(Date.self, forKey: .appliedAt)
+        duration = try container.decodeIfPresent(Int64.self, forKey: .durationMilliseconds).map { .milliseconds($0) }
+        appliedBy = try container.decode(String.self, forKey: .appliedBy)
+        statementsApplied = try container.decodeIfPresent(Int.self, forKey: .statementsApplied)
+        isComplete = try container.decode(Bool.self, forKey: .isComplete)
+    }
+}
+
 extension MigrationVersion: Codable {
     public init(from decoder: Decoder) throws {
         let text = try decoder.singleValueContainer().decode(String.self)

@@ -83,10 +83,13 @@ struct MigrationHistory: Sendable {
                                    migration.version.text, Int32(statementsApplied))
     }
 
+    /// Marks a non-transactional migration done, with the checksum of the file that finished
+    /// it (the file may have been fixed after a statement failed).
     func recordCompleted(_ migration: Migration, duration: Duration, on connection: Connection) async throws {
         try await connection.query("""
-            UPDATE \(quoted) SET complete = true, duration_ms = coalesce(duration_ms, 0) + $2, applied_at = now() WHERE version = $1
-            """, migration.version.text, duration.milliseconds)
+            UPDATE \(quoted) SET complete = true, duration_ms = coalesce(duration_ms, 0) + $2, applied_at = now(), checksum = $3
+            WHERE version = $1
+            """, migration.version.text, duration.milliseconds, migration.checksum.text)
     }
 
     func remove(_ version: MigrationVersion, on connection: Connection) async throws {
