@@ -6,10 +6,18 @@ import PostgresMigrations
 struct DiffCommand: ToolCommand {
     static let configuration = CommandConfiguration(
         commandName: "diff",
-        abstract: "Prints the SQL that takes the database's schema to a model's (exported with ManagedObjectModel.schemaJSON()).",
+        abstract: "Prints (or writes as migrations) the SQL that takes the database's schema to a model's (ManagedObjectModel.schemaJSON()).",
         discussion: """
-            An app can do the same without the tool: SchemaDiff(from: try await migrator.liveSchema(), to: model.schemaDescription). \
-            Nothing the model lacks is dropped unless --include-drops is given; such differences are listed as comments.
+            The SQL is split as a populated, serving database needs it: expand (one transaction: new tables, new columns \
+            allowing NULL, changed defaults, CHECK and foreign keys NOT VALID, type changes with the views that read the \
+            column dropped and created again around them), indexes (CREATE INDEX CONCURRENTLY IF NOT EXISTS; a changed index \
+            built beside the old one and swapped), validate (VALIDATE CONSTRAINT, SET NOT NULL through a validated CHECK, \
+            unique constraints attached to their index) and contract (drops, only with --include-drops). --write NAME writes \
+            each part as the next migration; lint --strict finds nothing in them (a statement with no safe form, such as a \
+            type change, carries a '-- lint:ignore' comment saying why). The model's definitions are compared with the \
+            database's as the server writes them (created in a schema of their own inside a transaction rolled back). \
+            --one-file writes one transactional file instead (for an empty database). An app can do the same without the \
+            tool: SchemaDiff(from: try await migrator.liveSchema(), to: model.schemaDescription).
             """)
 
     @OptionGroup var common: CommonOptions
@@ -17,38 +25,44 @@ struct DiffCommand: ToolCommand {
     @Option(name: .long, help: "The model's schema as JSON (ManagedObjectModel.schemaJSON()).")
     var model: String
 
-    @Flag(name: .long, help: "Drop tables, columns and constraints the model does not have.")
+    @Flag(name: .long, help: "Drop tables, columns, constraints and indexes the model does not have (in the contract part).")
     var includeDrops = false
 
-    @Option(name: .long, help: "Write the SQL as a new migration with this name instead of printing it.")
+    @OptionGroup var renames: RenameOptions
+
+    @Flag(name: .long, help: "One transactional file, statements as SchemaDiff plans them (locks tables with rows: for an empty database).")
+    var oneFile = false
+
+    @Option(name: .long, help: "Write the SQL as new migrations named after this instead of printing it.")
     var write: String?
 
     @Flag(name: .long, help: "Exit with 3 when the schemas differ.")
     var exitCode = false
 
     func execute(_ output: Output) async throws {
-        guard let data = FileManager.default.contents(atPath: model) else {
-            throw ValidationError("cannot read the model file \(model)")
+        let target = try StageCommand.schema(model)
+        let migrator = try migrator(needsFiles: false)
+        let live = try await migrator.liveSchema()
+        let normalized = try await migrator.normalized(target)
+        if oneFile {
+            let diff = SchemaDiff(from: live, to: normalized, includeDrops: includeDrops, comparesDefinitions: true)
+            try output.document(["statements": diff.statements, "notes": diff.notes])
+            if let write, !diff.isEmpty {
+                try FileManager.default.createDirectory(atPath: common.dir, withIntermediateDirectories: true)
+                let path = try common.directory().createMigration(named: write)
+                try ("-- migrate:up\n" + diff.sql + "\n-- migrate:down\n\n").write(toFile: path, atomically: true, encoding: .utf8)
+                output.line(output.styled("created ", .green) + path)
+            } else if !output.json {
+                print(diff.isEmpty ? "-- the database matches the model\n" : diff.sql, terminator: "")
+            }
+            for note in diff.notes { output.line("-- \(note)") }
+            if exitCode && !diff.isEmpty { throw ExitCode(3) }
+            return
         }
-        let target: SchemaDescription
-        do {
-            target = try JSONDecoder().decode(SchemaDescription.self, from: data)
-        } catch {
-            throw ValidationError("\(model) is not a model schema exported by ManagedObjectModel.schemaJSON(): \(error)")
-        }
-        let diff = SchemaDiff(from: try await migrator(needsFiles: false).liveSchema(), to: target, includeDrops: includeDrops)
-        try output.document(["statements": diff.statements, "notes": diff.notes])
-        if let write, !diff.isEmpty {
-            try FileManager.default.createDirectory(atPath: common.dir, withIntermediateDirectories: true)
-            let path = try common.directory().createMigration(named: write)
-            let body = "-- migrate:up\n" + diff.sql + "\n-- migrate:down\n\n"
-            try body.write(toFile: path, atomically: true, encoding: .utf8)
-            output.line(output.styled("created ", .green) + path)
-        } else if !output.json {
-            print(diff.isEmpty ? "-- the database matches the model\n" : diff.sql, terminator: "")
-        }
-        for note in diff.notes { output.line("-- \(note)") }
-        if exitCode && !diff.isEmpty { throw ExitCode(3) }
+        let plan = StagePlan(from: live, to: normalized, renamedTables: try renames.tables,
+                             renamedColumns: try renames.columns, views: try await migrator.dependentViews(), includeDrops: includeDrops)
+        try plan.emit(writing: write, common: common, output: output)
+        if exitCode && plan.parts.contains(where: { !$0.statements.isEmpty }) { throw ExitCode(3) }
     }
 }
 

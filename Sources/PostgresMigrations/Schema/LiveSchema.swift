@@ -2,7 +2,8 @@ import PostgresClient
 import PostgresData
 
 /// Reads the tables, columns, constraints and indexes of the connection's current schema
-/// from the system catalogs, in the shape a model's schema has.
+/// from the system catalogs, in the shape a model's schema has (index definitions without
+/// the schema `pg_get_indexdef` qualifies their table with).
 enum LiveSchema {
     static func read(on connection: Connection, excluding excluded: Set<String>) async throws -> SchemaDescription {
         var tables: [String: SchemaDescription.Table] = [:]
@@ -42,7 +43,9 @@ enum LiveSchema {
             tables[table]!.constraints.append(.init(name: name, kind: kind, definition: definition))
         }
         for row in try await connection.query("""
-            SELECT t.relname::text, i.relname::text, pg_get_indexdef(x.indexrelid)
+            SELECT t.relname::text, i.relname::text,
+                   replace(pg_get_indexdef(x.indexrelid), ' ' || quote_ident(n.nspname) || '.' || quote_ident(t.relname) || ' ',
+                           ' ' || quote_ident(t.relname) || ' ')
             FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid JOIN pg_class t ON t.oid = x.indrelid
             JOIN pg_namespace n ON n.oid = t.relnamespace
             WHERE n.nspname = current_schema()
@@ -97,6 +100,42 @@ extension Migrator {
     /// Tables that PostgresData's stores create and own (persistent history): never part of
     /// a model's diff.
     static let libraryTables: Set<String> = ["postgres_data_history_transaction", "postgres_data_history_change"]
+
+    /// `target` as the server writes it back: created in a schema of its own inside a
+    /// transaction that is rolled back, then read from the catalogs, so that types, defaults,
+    /// constraints and indexes compare with the live schema's text for text (`bool` and
+    /// `boolean`, `CHECK (x > 0)` and `CHECK ((x > 0))`). Triggers keep the model's text.
+    /// Needs the CREATE privilege on the database; nothing is left behind.
+    public func normalized(_ target: SchemaDescription) async throws -> SchemaDescription {
+        try await withConnection(role: "diff") { connection in
+            var normalized = SchemaDescription(tables: [])
+            do {
+                try await wrap {
+                    try await connection.withTransaction { (connection) async throws -> Void in
+                        let shadow = "postgres_data_diff_\(UInt32.random(in: 0...UInt32.max))"
+                        try await connection.execute(script: "CREATE SCHEMA \(quoteIdentifier(shadow))")
+                        try await connection.query("SELECT set_config('search_path', $1 || ', ' || current_setting('search_path'), true)",
+                                                   quoteIdentifier(shadow))
+                        try await connection.execute(script: SchemaDiff.dump(target))
+                        normalized = try await LiveSchema.read(on: connection, excluding: [])
+                        throw Rollback()
+                    }
+                }
+            } catch is Rollback {}
+            for position in normalized.tables.indices {
+                normalized.tables[position].triggers = target.table(named: normalized.tables[position].name)?.triggers ?? []
+            }
+            return normalized
+        }
+    }
+
+    /// Ends the shadow schema's transaction.
+    private struct Rollback: Error {}
+
+    /// The views reading the current schema's tables, for ``SchemaDiff`` and `diff`.
+    package func dependentViews() async throws -> [DependentView] {
+        try await withConnection(role: "diff") { connection in try await wrap { try await DependentView.read(on: connection) } }
+    }
 
     /// Sizes of the live tables, for ``MigrationLinter/tableSizes``.
     public func tableSizes() async throws -> [String: TableSize] {

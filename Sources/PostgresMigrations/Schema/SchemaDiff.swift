@@ -6,7 +6,11 @@ import PostgresData
 ///
 /// Tables, columns, constraints and indexes are matched by name. Missing ones are created
 /// (foreign keys after every table, indexes last); a column of another type is altered with
-/// `USING column::type`, nullability follows the model. What the live schema has and the
+/// `USING column::type`, nullability follows the model; with `comparesDefinitions`, defaults
+/// follow it too and a constraint or an index whose definition differs is dropped and added
+/// again (definitions compare as text: give a target read back from the server,
+/// ``Migrator/normalized(_:)``). All in one transaction, this locks tables with rows for the
+/// whole migration: `postgres-data diff` writes staged migrations instead. What the live schema has and the
 /// model does not is never dropped unless `includeDrops` is set: it is listed in ``notes``.
 public struct SchemaDiff: Sendable {
     /// The statements, in the order to run them; empty when the schemas agree.
@@ -17,8 +21,10 @@ public struct SchemaDiff: Sendable {
     /// True when the live schema already is the target.
     public var isEmpty: Bool { statements.isEmpty }
 
-    /// Compares `live` with `target`.
-    public init(from live: SchemaDescription, to target: SchemaDescription, includeDrops: Bool = false) {
+    /// Compares `live` with `target`; with `comparesDefinitions`, also column defaults and
+    /// the definitions of constraints and indexes, which only agree as text when `target`
+    /// was read back from the server (``Migrator/normalized(_:)``).
+    public init(from live: SchemaDescription, to target: SchemaDescription, includeDrops: Bool = false, comparesDefinitions: Bool = false) {
         var foreignKeys: [String] = []
         var indexes: [String] = []
         var triggers: [String] = []
@@ -56,12 +62,18 @@ public struct SchemaDiff: Sendable {
                 if current.isNullable != column.isNullable {
                     statements.append("ALTER TABLE \(quoted) ALTER COLUMN \(name) \(column.isNullable ? "DROP" : "SET") NOT NULL")
                 }
+                if comparesDefinitions && current.defaultExpression != column.defaultExpression && !column.isIdentity && column.generationExpression == nil {
+                    statements.append("ALTER TABLE \(quoted) ALTER COLUMN \(name) " + (column.defaultExpression.map { "SET DEFAULT \($0)" } ?? "DROP DEFAULT"))
+                }
             }
             for column in existing.columns where !table.columns.contains(where: { $0.name == column.name }) {
                 let drop = "ALTER TABLE \(quoted) DROP COLUMN \(quoteIdentifier(column.name))"
                 if includeDrops { statements.append(drop) } else { notes.append("column \"\(table.name)\".\"\(column.name)\" is not in the model (\(drop))") }
             }
-            for constraint in table.constraints where !existing.constraints.contains(where: { $0.name == constraint.name }) {
+            for constraint in table.constraints {
+                let current = existing.constraints.first { $0.name == constraint.name }
+                guard current == nil || (comparesDefinitions && current?.definition != constraint.definition) else { continue }
+                if current != nil { statements.append("ALTER TABLE \(quoted) DROP CONSTRAINT \(quoteIdentifier(constraint.name))") }
                 let statement = Self.addConstraint(constraint, to: table.name)
                 if constraint.kind == .foreignKey { foreignKeys.append(statement) } else { statements.append(statement) }
             }
@@ -69,7 +81,10 @@ public struct SchemaDiff: Sendable {
                 let drop = "ALTER TABLE \(quoted) DROP CONSTRAINT \(quoteIdentifier(constraint.name))"
                 if includeDrops { statements.append(drop) } else { notes.append("constraint \"\(constraint.name)\" on \"\(table.name)\" is not in the model (\(drop))") }
             }
-            for index in table.indexes where !existing.indexes.contains(where: { $0.name == index.name }) {
+            for index in table.indexes {
+                let current = existing.indexes.first { $0.name == index.name }
+                guard current == nil || (comparesDefinitions && current?.definition != index.definition) else { continue }
+                if current != nil { indexes.append("DROP INDEX \(quoteIdentifier(index.name))") }
                 indexes.append(index.definition)
             }
             for index in existing.indexes where !table.indexes.contains(where: { $0.name == index.name }) {

@@ -25,6 +25,9 @@ package struct StagePlan: Sendable {
     package var contract: [String] = []
     /// What the plan leaves alone or does at a cost (a type change rewrites its table).
     package var notes: [String] = []
+    /// Statements that lint reports by nature (a type change, a drop), with the rule and why
+    /// the plan needs them anyway: a written migration carries it as `-- lint:ignore`.
+    package var reviewed: [String: (rule: String, reason: String)] = [:]
 
     /// The stage between two model versions, their renames read from the newer one.
     init(from old: ModelVersion, to new: ModelVersion) {
@@ -63,8 +66,11 @@ package struct StagePlan: Sendable {
 
     /// The stage between two schemas: `renamedTables` old name → new name, `renamedColumns`
     /// by the table's new name, old column name → new name.
+    /// `views` are the live views reading the old schema's columns: they are dropped and
+    /// created again around a type change, and keep a dropped column or table alive.
+    /// Without `includeDrops`, what the new schema lacks is listed in ``notes``, not dropped.
     package init(from old: SchemaDescription, to after: SchemaDescription, renamedTables: [String: String] = [:],
-                 renamedColumns: [String: [String: String]] = [:]) {
+                 renamedColumns: [String: [String: String]] = [:], views: [DependentView] = [], includeDrops: Bool = true) {
         var before = old
         renames(renamedTables, renamedColumns, in: &before, target: after)
         var foreignKeys: [String] = []
@@ -89,21 +95,43 @@ package struct StagePlan: Sendable {
                     continue
                 }
                 if current.type != column.type {
-                    expand.append("ALTER TABLE \(quoted) ALTER COLUMN \(name) TYPE \(column.type) USING \(name)::\(column.type)")
-                    notes.append("\(table.name).\(column.name) changes type (\(current.type) → \(column.type)): the table is rewritten under an exclusive lock")
+                    let readers = views.filter { $0.table == table.name && $0.columns.contains(column.name) }
+                    expand += readers.map(\.drop)
+                    let alter = "ALTER TABLE \(quoted) ALTER COLUMN \(name) TYPE \(column.type) USING \(name)::\(column.type)"
+                    expand.append(alter)
+                    expand += readers.map(\.create)
+                    reviewed[alter] = ("column-type-change", "\(current.type) → \(column.type) has no lock-free form under one name; on a big table, add a column of the new type and backfill it instead")
+                    notes.append("\(table.name).\(column.name) changes type (\(current.type) → \(column.type)): the table is rewritten under an exclusive lock"
+                                 + (readers.isEmpty ? "" : "; the views \(readers.map(\.name).joined(separator: ", ")) are dropped and created again around it"))
+                }
+                if current.defaultExpression != column.defaultExpression && !column.isIdentity && column.generationExpression == nil {
+                    // A catalog change: no scan, no rewrite.
+                    expand.append("ALTER TABLE \(quoted) ALTER COLUMN \(name) " + (column.defaultExpression.map { "SET DEFAULT \($0)" } ?? "DROP DEFAULT"))
                 }
                 if current.isNullable && !column.isNullable {
                     requireNotNull(table.name, column.name)
                 } else if !current.isNullable && column.isNullable {
-                    expand.append("ALTER TABLE \(quoted) ALTER COLUMN \(name) DROP NOT NULL")
+                    let drop = "ALTER TABLE \(quoted) ALTER COLUMN \(name) DROP NOT NULL"
+                    expand.append(drop)
+                    reviewed[drop] = ("drop-not-null", "the new version's model allows NULL here; deploy it after every reader handles NULL")
                 }
             }
             for column in existing.columns where !table.columns.contains(where: { $0.name == column.name }) {
+                let readers = views.filter { $0.table == table.name && $0.columns.contains(column.name) }
+                guard includeDrops, readers.isEmpty else {
+                    notes.append("column \"\(table.name)\".\"\(column.name)\" is not in the new schema; "
+                                 + (readers.isEmpty ? "kept (drops need --include-drops)" : "kept: the views \(readers.map(\.name).joined(separator: ", ")) read it; redefine them first"))
+                    continue
+                }
                 // Writers of the new version do not set it: it must not be required meanwhile.
                 if !column.isNullable && column.defaultExpression == nil && !column.isIdentity {
-                    expand.append("ALTER TABLE \(quoted) ALTER COLUMN \(quoteIdentifier(column.name)) DROP NOT NULL")
+                    let drop = "ALTER TABLE \(quoted) ALTER COLUMN \(quoteIdentifier(column.name)) DROP NOT NULL"
+                    expand.append(drop)
+                    reviewed[drop] = ("drop-not-null", "the new version no longer writes this column, which is dropped in the contract step")
                 }
-                contract.append("ALTER TABLE \(quoted) DROP COLUMN IF EXISTS \(quoteIdentifier(column.name))")
+                let drop = "ALTER TABLE \(quoted) DROP COLUMN IF EXISTS \(quoteIdentifier(column.name))"
+                contract.append(drop)
+                reviewed[drop] = ("drop-column", "contract: run once no instance of the previous version is running")
             }
             for constraint in table.constraints where !existing.constraints.contains(where: { $0.name == constraint.name }) {
                 let constraintName = quoteIdentifier(constraint.name)
@@ -123,17 +151,50 @@ package struct StagePlan: Sendable {
                         ALTER TABLE \(quoted) ADD CONSTRAINT \(constraintName) \(kind) USING INDEX \(constraintName); END IF; END $$
                         """)
                 case .exclusion:
-                    expand.append("ALTER TABLE \(quoted) ADD CONSTRAINT \(constraintName) \(constraint.definition)")
+                    let add = "ALTER TABLE \(quoted) ADD CONSTRAINT \(constraintName) \(constraint.definition)"
+                    expand.append(add)
+                    reviewed[add] = ("exclude-constraint", "PostgreSQL has no NOT VALID form for it; on a big table, run this step in a quiet window")
                     notes.append("\(table.name): the exclusion constraint \(constraint.name) is built under an exclusive lock")
                 }
             }
+            for constraint in table.constraints {
+                guard let current = existing.constraints.first(where: { $0.name == constraint.name }),
+                      current.definition != constraint.definition else { continue }
+                let constraintName = quoteIdentifier(constraint.name)
+                if [.check, .foreignKey].contains(constraint.kind) && current.kind == constraint.kind {
+                    // Replaced in one transaction without a scan; old rows are checked by VALIDATE.
+                    expand.append("ALTER TABLE \(quoted) DROP CONSTRAINT IF EXISTS \(constraintName)")
+                    expand.append("ALTER TABLE \(quoted) ADD CONSTRAINT \(constraintName) \(constraint.definition) NOT VALID")
+                    validate.append("ALTER TABLE \(quoted) VALIDATE CONSTRAINT \(constraintName)")
+                } else {
+                    notes.append("constraint \"\(constraint.name)\" on \"\(table.name)\" differs (\(current.definition) → \(constraint.definition)); "
+                                 + "a unique, primary-key or exclusion constraint is not replaced automatically: build the new index concurrently and swap by hand")
+                }
+            }
             for constraint in existing.constraints where !table.constraints.contains(where: { $0.name == constraint.name }) {
+                guard includeDrops else {
+                    notes.append("constraint \"\(constraint.name)\" on \"\(table.name)\" is not in the new schema; kept (drops need --include-drops)")
+                    continue
+                }
                 contract.append("ALTER TABLE \(quoted) DROP CONSTRAINT IF EXISTS \(quoteIdentifier(constraint.name))")
             }
-            for index in table.indexes where !existing.indexes.contains(where: { $0.name == index.name }) {
-                indexes.append(Self.concurrently(index.definition))
+            for index in table.indexes {
+                guard let current = existing.indexes.first(where: { $0.name == index.name }) else {
+                    indexes.append(Self.concurrently(index.definition))
+                    continue
+                }
+                guard current.definition != index.definition else { continue }
+                // Built beside the old one, then swapped: each step can run again after a kill.
+                let temporary = String(index.name.prefix(56)) + "_pd_new"
+                indexes.append(Self.concurrently(Self.renamed(index.definition, to: temporary)))
+                indexes.append("DROP INDEX CONCURRENTLY IF EXISTS \(quoteIdentifier(index.name))")
+                indexes.append("ALTER INDEX IF EXISTS \(quoteIdentifier(temporary)) RENAME TO \(quoteIdentifier(index.name))")
             }
             for index in existing.indexes where !table.indexes.contains(where: { $0.name == index.name }) {
+                guard includeDrops else {
+                    notes.append("index \"\(index.name)\" on \"\(table.name)\" is not in the new schema; kept (drops need --include-drops)")
+                    continue
+                }
                 contract.append("DROP INDEX CONCURRENTLY IF EXISTS \(quoteIdentifier(index.name))")
             }
             let triggers = existing.triggers
@@ -148,8 +209,37 @@ package struct StagePlan: Sendable {
         }
         expand += foreignKeys
         for table in before.tables where after.table(named: table.name) == nil {
-            contract.append("DROP TABLE IF EXISTS \(quoteIdentifier(table.name))")
+            let readers = views.filter { $0.table == table.name }
+            guard includeDrops, readers.isEmpty else {
+                notes.append("table \"\(table.name)\" is not in the new schema; "
+                             + (readers.isEmpty ? "kept (drops need --include-drops)" : "kept: the views \(readers.map(\.name).joined(separator: ", ")) read it"))
+                continue
+            }
+            let drop = "DROP TABLE IF EXISTS \(quoteIdentifier(table.name))"
+            contract.append(drop)
+            reviewed[drop] = ("drop-table", "contract: run once no instance of the previous version is running")
         }
+    }
+
+    /// The parts in the order they run: name, statements, and whether one transaction holds them.
+    package var parts: [(name: String, statements: [String], isTransactional: Bool)] {
+        [("expand", expand, true), ("indexes", indexes, false), ("validate", validate, false), ("contract", contract, false)]
+    }
+
+    /// A part's statements as a migration's up section, reviewed ones preceded by the
+    /// `-- lint:ignore` comment that says why they are needed.
+    package func sql(_ statements: [String]) -> String {
+        statements.map { statement in
+            (reviewed[statement].map { "-- lint:ignore \($0.rule) — \($0.reason)\n" } ?? "") + statement + ";\n"
+        }.joined()
+    }
+
+    /// `CREATE [UNIQUE] INDEX <name> ON …` with another name.
+    static func renamed(_ definition: String, to name: String) -> String {
+        guard let on = definition.range(of: " ON ") else { return definition }
+        let head = definition[..<on.lowerBound]
+        let prefix = head.hasPrefix("CREATE UNIQUE INDEX") ? "CREATE UNIQUE INDEX" : "CREATE INDEX"
+        return "\(prefix) \(quoteIdentifier(name))" + definition[on.lowerBound...]
     }
 
     /// `SET NOT NULL` without a second scan: a `CHECK` validated first, then dropped.
