@@ -49,8 +49,7 @@ struct DiffCommand: ToolCommand {
             try output.document(["statements": diff.statements, "notes": diff.notes])
             if let write, !diff.isEmpty {
                 try FileManager.default.createDirectory(atPath: common.dir, withIntermediateDirectories: true)
-                let path = try common.directory().createMigration(named: write)
-                try ("-- migrate:up\n" + diff.sql + "\n-- migrate:down\n\n").write(toFile: path, atomically: true, encoding: .utf8)
+                let path = try common.directory().createMigration(named: write, contents: "-- migrate:up\n" + diff.sql + "\n-- migrate:down\n\n")
                 output.line(output.styled("created ", .green) + path)
             } else if !output.json {
                 print(diff.isEmpty ? "-- the database matches the model\n" : diff.sql, terminator: "")
@@ -69,13 +68,33 @@ struct DiffCommand: ToolCommand {
 struct DumpCommand: ToolCommand {
     static let configuration = CommandConfiguration(
         commandName: "dump",
-        abstract: "Prints the database's tables, constraints and indexes as SQL (for views, functions and types, use pg_dump --schema-only).")
+        abstract: "Prints (or writes to --output) the database's schema as SQL: extensions, types, sequences, functions, tables, views, triggers.",
+        discussion: """
+            Commit the file (as dbmate's schema.sql) to review what each migration did to the schema. --tables-only prints only \
+            tables, constraints and indexes as the model compares them. pg_dump --schema-only gives the same with grants, \
+            comments and every schema.
+            """)
 
     @OptionGroup var common: CommonOptions
 
-    func execute(_ output: Output) async throws {
-        let schema = try await migrator(needsFiles: false).liveSchema()
-        try output.document(schema)
-        if !output.json { print(SchemaDiff.dump(schema), terminator: "") }
+    @Option(name: .long, help: "Write the SQL to this file instead of printing it.")
+    var output: String?
+
+    @Flag(name: .long, help: "Only tables, constraints and indexes.")
+    var tablesOnly = false
+
+    func execute(_ printer: Output) async throws {
+        let migrator = try migrator(needsFiles: false)
+        if printer.json {
+            try printer.document(try await migrator.liveSchema())
+            return
+        }
+        let sql = tablesOnly ? SchemaDiff.dump(try await migrator.liveSchema()) : try await migrator.dumpSchema()
+        if let output {
+            try sql.write(toFile: output, atomically: true, encoding: .utf8)
+            printer.line(printer.styled("wrote ", .green) + output)
+        } else {
+            print(sql, terminator: "")
+        }
     }
 }

@@ -86,11 +86,11 @@ struct Output: Sendable {
         // A bad argument found while running (a version, a duration): a usage error.
         if error is ValidationError { return ExitCode(64) }
         switch error as? MigrationError {
-        case .invalidFile?, .duplicateVersion?, .edited?, .outOfOrder?, .unknownVersion?, .noDownSection?, .transactionControl?, .baselineRefused?:
+        case .invalidFile?, .sumMismatch?, .duplicateVersion?, .edited?, .outOfOrder?, .unknownVersion?, .noDownSection?, .transactionControl?, .baselineRefused?:
             return ExitCode(2)
         case .lockTimeout?, .migrationLockTimeout?, .migrationLockLost?:
             return ExitCode(4)
-        case .statementFailed?, .invalidIndex?, .database?:
+        case .statementFailed?, .verificationFailed?, .invalidIndex?, .database?:
             return ExitCode(1)
         case nil:
             if let postgres = error as? PostgresError, postgres.kind == .invalidConfiguration { return ExitCode(64) }

@@ -36,8 +36,9 @@ struct PlanCommand: ToolCommand {
                 Step(version: $0.0.version.text, file: $0.0.fileName, transactional: $0.0.isTransactional, sql: $0.0.down?.sql ?? "")
             }
         } else {
-            steps = try planner.upPlan(to: target, allowOutOfOrder: allowOutOfOrder).map {
-                Step(version: $0.version.text, file: $0.fileName, transactional: $0.isTransactional, sql: $0.up.sql)
+            let repeatables = target == nil ? try await migrator().pendingRepeatables() : []
+            steps = try (planner.upPlan(to: target, allowOutOfOrder: allowOutOfOrder) + repeatables).map {
+                Step(version: $0.isRepeatable ? "R" : $0.version.text, file: $0.fileName, transactional: $0.isTransactional, sql: $0.up.sql)
             }
         }
         try output.document(PlanDocument(direction: down ? "down" : "up", steps: steps))

@@ -26,7 +26,8 @@ struct PostgresDataTool: AsyncParsableCommand {
         version: PostgresDataTool.version,
         subcommands: [
             NewCommand.self, UpCommand.self, DownCommand.self, StatusCommand.self, PlanCommand.self, VerifyCommand.self,
-            BaselineCommand.self, RepairCommand.self, LintCommand.self, DiffCommand.self, StageCommand.self, DumpCommand.self,
+            BaselineCommand.self, RepairCommand.self, HashCommand.self, LintCommand.self, DiffCommand.self, StageCommand.self, DumpCommand.self,
+            CreateCommand.self, DropCommand.self, WaitCommand.self,
         ]
     )
 }

@@ -48,9 +48,8 @@ extension StagePlan {
         if let name {
             try FileManager.default.createDirectory(atPath: common.dir, withIntermediateDirectories: true)
             for part in parts where !part.statements.isEmpty {
-                let path = try common.directory().createMigration(named: "\(name)_\(part.name)")
                 let body = (part.isTransactional ? "" : "-- migrate:no-transaction\n") + "-- migrate:up\n" + sql(part.statements)
-                try body.write(toFile: path, atomically: true, encoding: .utf8)
+                let path = try common.directory().createMigration(named: "\(name)_\(part.name)", contents: body)
                 output.line(output.styled("created ", .green) + path)
             }
         } else if !output.json {

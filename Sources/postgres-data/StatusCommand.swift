@@ -8,7 +8,7 @@ struct StatusCommand: ToolCommand {
 
     @OptionGroup var common: CommonOptions
 
-    @Flag(name: .long, help: "Exit with 3 when a migration is pending, edited, partial or missing.")
+    @Flag(name: .long, help: "Exit with 3 when a migration is pending (a repeatable one too), edited, partial or missing.")
     var exitCode = false
 
     func execute(_ output: Output) async throws {
@@ -30,22 +30,33 @@ struct StatusCommand: ToolCommand {
             }
             output.line(line)
         }
-        if statuses.isEmpty { output.line("no migrations in \(common.dir)") }
+        let migrator = try migrator()
+        let pendingRepeatables = Set(try await migrator.pendingRepeatables().map(\.fileName))
+        for repeatable in migrator.directory.repeatables {
+            let pending = pendingRepeatables.contains(repeatable.fileName)
+            output.line(output.styled((pending ? "pending" : "applied").padding(toLength: 12, withPad: " ", startingAt: 0), pending ? .yellow : .green)
+                        + " \(repeatable.fileName)" + output.styled("  (repeatable\(pending ? ": new or changed, up runs it" : ""))", .dim))
+        }
+        if statuses.isEmpty && migrator.directory.repeatables.isEmpty { output.line("no migrations in \(common.dir)") }
         let outstanding = statuses.filter { ![.applied, .baseline].contains($0.state) }
-        if exitCode && !outstanding.isEmpty { throw ExitCode(3) }
+        if exitCode && !(outstanding.isEmpty && pendingRepeatables.isEmpty) { throw ExitCode(3) }
     }
 }
 
 struct VerifyCommand: ToolCommand {
     static let configuration = CommandConfiguration(
         commandName: "verify",
-        abstract: "Checks the database against the files: no edited, missing, out-of-order or half-applied migration and no invalid index.")
+        abstract: "Checks the database against the files: no edited, missing, out-of-order or half-applied migration and no invalid index (with --scripts, the verify sections hold).")
 
     @OptionGroup var common: CommonOptions
 
+    @Flag(name: .long, help: "Also run the verify section of every applied migration (in a read-only transaction rolled back).")
+    var scripts = false
+
     func execute(_ output: Output) async throws {
         let migrator = try migrator()
-        let problems = try await migrator.verify()
+        var problems = try await migrator.verify()
+        if scripts { problems += try await migrator.runVerifySections().map(\.description) }
         let pending = try await migrator.status().filter { $0.state == .pending }.count
         try output.document(VerifyDocument(problems: problems, pending: pending))
         for problem in problems { output.line(output.styled("✗ ", .red) + problem) }

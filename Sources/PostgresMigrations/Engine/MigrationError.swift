@@ -8,6 +8,8 @@ import PostgresClient
 public enum MigrationError: Error, Sendable, CustomStringConvertible {
     /// A file in the migrations folder cannot be read as a migration.
     case invalidFile(file: String, line: Int?, message: String)
+    /// The folder's files differ from its `postgres-data.sum` (``MigrationSum``).
+    case sumMismatch(file: String, problems: [String])
     /// Two files have the same version.
     case duplicateVersion(MigrationVersion, files: [String])
     /// An applied migration's file changed since it was applied.
@@ -20,6 +22,10 @@ public enum MigrationError: Error, Sendable, CustomStringConvertible {
     case noDownSection(file: String)
     /// A statement failed; the migration was rolled back (or, outside a transaction, stopped after the statements before it).
     case statementFailed(file: String, line: Int, statement: String, underlying: PostgresError)
+    /// A statement of a migration's `-- migrate:verify` section failed: the migration was
+    /// rolled back (or, outside a transaction, left partial), or `verify --scripts` found
+    /// an applied migration whose check no longer holds.
+    case verificationFailed(file: String, line: Int, statement: String, underlying: PostgresError)
     /// A statement waited longer than `lock_timeout` for a lock on every attempt.
     case lockTimeout(file: String, line: Int, attempts: Int, blockers: [LockBlocker], underlying: PostgresError)
     /// Another runner held the migration lock longer than the runner was willing to wait.
@@ -40,6 +46,10 @@ public enum MigrationError: Error, Sendable, CustomStringConvertible {
         switch self {
         case .invalidFile(let file, let line, let message):
             return "\(location(file, line)): \(message)"
+        case .sumMismatch(let file, let problems):
+            return "\(file) does not match the folder: \(problems.joined(separator: "; ")). "
+                + "Review the change (an applied migration must not change; a merge may have brought migrations in an order nobody checked), "
+                + "then record the folder with `postgres-data hash`."
         case .duplicateVersion(let version, let files):
             return "version \(version) is used by \(files.joined(separator: " and ")): give each file its own version"
         case .edited(let file, let version, let recorded, let current):
@@ -55,6 +65,8 @@ public enum MigrationError: Error, Sendable, CustomStringConvertible {
             return "\(file) has no '-- migrate:down' section, so it cannot be reverted"
         case .statementFailed(let file, let line, let statement, let error):
             return "\(location(file, line)): \(Self.describe(error))\n  in: \(Self.excerpt(statement))"
+        case .verificationFailed(let file, let line, let statement, let error):
+            return "\(location(file, line)): the verify section's check failed: \(Self.describe(error))\n  in: \(Self.excerpt(statement))"
         case .lockTimeout(let file, let line, let attempts, let blockers, let error):
             var text = "\(location(file, line)): could not get a lock within lock_timeout after \(attempts) attempt\(attempts == 1 ? "" : "s") (\(error.message))"
             if blockers.isEmpty {
@@ -112,7 +124,7 @@ public enum MigrationError: Error, Sendable, CustomStringConvertible {
         switch self {
         case .invalidFile(let file, let line, _): (file, line)
         case .edited(let file, _, _, _), .noDownSection(let file): (file, nil)
-        case .statementFailed(let file, let line, _, _), .lockTimeout(let file, let line, _, _, _),
+        case .statementFailed(let file, let line, _, _), .lockTimeout(let file, let line, _, _, _), .verificationFailed(let file, let line, _, _),
              .invalidIndex(let file, let line, _, _), .transactionControl(let file, let line): (file, line)
         default: nil
         }
@@ -142,7 +154,8 @@ public enum MigrationError: Error, Sendable, CustomStringConvertible {
     /// The server error inside, if any.
     public var underlying: PostgresError? {
         switch self {
-        case .statementFailed(_, _, _, let error), .lockTimeout(_, _, _, _, let error), .database(let error): error
+        case .statementFailed(_, _, _, let error), .lockTimeout(_, _, _, _, let error), .database(let error),
+             .verificationFailed(_, _, _, let error): error
         case .invalidIndex(_, _, _, let error): error
         default: nil
         }

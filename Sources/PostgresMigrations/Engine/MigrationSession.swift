@@ -17,9 +17,12 @@ struct MigrationSession {
     private var history: MigrationHistory { migrator.history }
 
     /// Applies `migration`; `row` is its history row when a previous run left it half done.
+    /// The `beforeEachMigrate` callbacks run first, then the up section, its verify section
+    /// and the `afterEachMigrate` callbacks — in its transaction when it has one.
     func apply(_ migration: Migration, resumingFrom row: AppliedMigration?) async throws {
         try await ensureLockHeld()
         let statements = try migration.up.statements(file: migration.fileName)
+        let around = try Around(migration, directory: migrator.directory)
         let clock = ContinuousClock()
         let start = clock.now
         if migration.isTransactional {
@@ -28,19 +31,84 @@ struct MigrationSession {
             // A staged migration's custom step: its code, then its record (run again, whole,
             // after a run that died in between).
             if let action = migration.action { try await action() }
-            try await runInTransaction(statements, of: migration) { connection in
+            try await runInTransaction(statements, of: migration, around: around) { connection in
                 try await history.recordApplied(migration, duration: clock.now - start, appliedBy: appliedBy, on: connection)
             }
         } else {
             let done = row?.statementsApplied ?? 0
             onEvent(.started(migration, direction: .up, statementCount: statements.count, resumingAt: done))
-            if row == nil { try await wrap { try await history.recordStarted(migration, appliedBy: appliedBy, on: work) } }
+            if row == nil {
+                try await wrap { try await history.recordStarted(migration, appliedBy: appliedBy, on: work) }
+                try await runOutsideTransaction(around.before, of: migration)
+            }
             try await runOneByOne(statements, of: migration, from: done) { index in
                 try await history.recordProgress(migration, statementsApplied: index + 1, on: work)
             }
+            try await runOutsideTransaction(around.checks + around.after, of: migration)
             try await wrap { try await history.recordCompleted(migration, duration: clock.now - start, on: work) }
         }
         onEvent(.finished(migration, direction: .up, duration: clock.now - start))
+    }
+
+    /// Applies a repeatable migration and records its checksum; outside a transaction it
+    /// runs whole again after a failure (so its statements must be harmless twice).
+    func applyRepeatable(_ migration: Migration, history repeatables: RepeatableHistory) async throws {
+        try await ensureLockHeld()
+        let statements = try migration.up.statements(file: migration.fileName)
+        let around = try Around(migration, directory: migrator.directory)
+        let clock = ContinuousClock()
+        let start = clock.now
+        onEvent(.started(migration, direction: .up, statementCount: statements.count, resumingAt: 0))
+        if migration.isTransactional {
+            try refuseTransactionControl(statements, in: migration)
+            try await runInTransaction(statements, of: migration, around: around) { connection in
+                try await repeatables.record(migration, duration: clock.now - start, appliedBy: appliedBy, on: connection)
+            }
+        } else {
+            try await runOutsideTransaction(around.before, of: migration)
+            try await runOneByOne(statements, of: migration, from: 0) { _ in }
+            try await runOutsideTransaction(around.checks + around.after, of: migration)
+            try await wrap { try await repeatables.record(migration, duration: clock.now - start, appliedBy: appliedBy, on: work) }
+        }
+        onEvent(.finished(migration, direction: .up, duration: clock.now - start))
+    }
+
+    /// Runs the callbacks of a once-per-run event, each file in a transaction of its own.
+    func runCallbacks(_ event: MigrationCallback.Event) async throws {
+        for callback in migrator.directory.callbacks(event) {
+            try await ensureLockHeld()
+            let statements = try callback.script.statements(file: callback.fileName)
+            try await wrap {
+                try await work.withTransaction { _ in
+                    for statement in statements { try await run(statement, file: callback.fileName) }
+                }
+            }
+        }
+    }
+
+    /// What runs around a migration's own statements: the each-migration callbacks and its
+    /// verify section, with the file each statement comes from.
+    struct Around {
+        var before: [(SQLStatement, file: String, isCheck: Bool)] = []
+        var checks: [(SQLStatement, file: String, isCheck: Bool)] = []
+        var after: [(SQLStatement, file: String, isCheck: Bool)] = []
+
+        init(_ migration: Migration, directory: MigrationDirectory) throws {
+            for callback in directory.callbacks(.beforeEachMigrate) {
+                before += try callback.script.statements(file: callback.fileName).map { ($0, callback.fileName, false) }
+            }
+            checks = try (migration.verify?.statements(file: migration.fileName) ?? []).map { ($0, migration.fileName, true) }
+            for callback in directory.callbacks(.afterEachMigrate) {
+                after += try callback.script.statements(file: callback.fileName).map { ($0, callback.fileName, false) }
+            }
+        }
+    }
+
+    private func runOutsideTransaction(_ statements: [(SQLStatement, file: String, isCheck: Bool)], of migration: Migration) async throws {
+        for (statement, file, isCheck) in statements {
+            try await ensureLockHeld()
+            try await retryingLockTimeouts(migration) { try await run(statement, file: file, isCheck: isCheck) }
+        }
     }
 
     /// Runs the down section of `migration` and removes its history row, in one transaction
@@ -64,16 +132,20 @@ struct MigrationSession {
         onEvent(.finished(migration, direction: .down, duration: clock.now - start))
     }
 
-    /// Runs the statements and `finish` (the history change) in one transaction, again
-    /// from the start after a lock timeout.
-    private func runInTransaction(_ statements: [SQLStatement], of migration: Migration,
+    /// Runs the statements and `finish` (the history change) in one transaction, with what
+    /// runs `around` them, again from the start after a lock timeout.
+    private func runInTransaction(_ statements: [SQLStatement], of migration: Migration, around: Around? = nil,
                                   finish: @escaping (Connection) async throws -> Void) async throws {
         try await retryingLockTimeouts(migration) {
             try await work.withTransaction { connection in
                 try await setTimeouts(for: migration, local: true)
+                for (statement, file, _) in around?.before ?? [] { try await run(statement, file: file) }
                 for (index, statement) in statements.enumerated() {
                     try await run(statement, of: migration)
                     onEvent(.statementFinished(migration, index: index, statementCount: statements.count))
+                }
+                for (statement, file, isCheck) in (around?.checks ?? []) + (around?.after ?? []) {
+                    try await run(statement, file: file, isCheck: isCheck)
                 }
                 try await wrap { try await finish(connection) }
             }
@@ -132,6 +204,12 @@ struct MigrationSession {
     /// Runs one statement; a failure becomes an error naming the file and line (the line of
     /// the error position when the server gives one), with the sessions that blocked it.
     private func run(_ statement: SQLStatement, of migration: Migration) async throws {
+        try await run(statement, file: migration.fileName)
+    }
+
+    /// Runs one statement of `file` (a migration or a callback); `isCheck` for a statement
+    /// of a verify section, whose failure says so.
+    private func run(_ statement: SQLStatement, file: String, isCheck: Bool = false) async throws {
         let watch = BlockerWatch(pid: work.backendPID, observer: observer)
         do {
             try await work.execute(script: statement.text)
@@ -140,9 +218,10 @@ struct MigrationSession {
             let blockers = await watch.stop()
             let line = statement.line + Self.newlines(in: statement.text, before: error.position)
             if error.sqlState == .lockNotAvailable {
-                throw MigrationError.lockTimeout(file: migration.fileName, line: line, attempts: 1, blockers: blockers, underlying: error)
+                throw MigrationError.lockTimeout(file: file, line: line, attempts: 1, blockers: blockers, underlying: error)
             }
-            throw MigrationError.statementFailed(file: migration.fileName, line: line, statement: statement.text, underlying: error)
+            if isCheck { throw MigrationError.verificationFailed(file: file, line: line, statement: statement.text, underlying: error) }
+            throw MigrationError.statementFailed(file: file, line: line, statement: statement.text, underlying: error)
         }
     }
 

@@ -87,6 +87,34 @@ public struct Migrator: Sendable {
         return problems
     }
 
+    /// Runs the `-- migrate:verify` section of every applied migration again, in one
+    /// read-only transaction that is rolled back; returns the checks that fail (as sqitch's
+    /// `verify`).
+    public func runVerifySections() async throws -> [MigrationError] {
+        try await withConnection(role: "verify") { connection in
+            let rows = try await wrap { try await history.rows(on: connection) }
+            let applied = Set(rows.filter { $0.kind == .migration && $0.isComplete }.map(\.version))
+            var failures: [MigrationError] = []
+            try await wrap { try await connection.execute(script: "BEGIN READ ONLY") }
+            for migration in directory.migrations where applied.contains(migration.version) {
+                for statement in try migration.verify?.statements(file: migration.fileName) ?? [] {
+                    try await wrap { try await connection.execute(script: "SAVEPOINT verify") }
+                    do {
+                        try await connection.execute(script: statement.text)
+                        try await connection.execute(script: "RELEASE SAVEPOINT verify")
+                    } catch let error as PostgresError {
+                        let line = statement.line + MigrationSession.newlines(in: statement.text, before: error.position)
+                        failures.append(.verificationFailed(file: migration.fileName, line: line, statement: statement.text, underlying: error))
+                        try await wrap { try await connection.execute(script: "ROLLBACK TO SAVEPOINT verify") }
+                    }
+                }
+            }
+            // Closing the connection would end the transaction too; this says so.
+            try await wrap { try await connection.execute(script: "ROLLBACK") }
+            return failures
+        }
+    }
+
     // MARK: Changing
 
     /// Applies pending migrations (up to `target`, inclusive), first finishing any
@@ -96,22 +124,55 @@ public struct Migrator: Sendable {
     /// Traced (swift-distributed-tracing): a span `migrate up` around the run, and a child
     /// span `migration <version>` per migration applied, with the database attributes
     /// (`db.system`, `db.namespace`) and the migration's version, name and statement count.
+    ///
+    /// Then, when `target` is nil, the repeatable migrations that are new or changed since
+    /// they last ran, in name order. The `beforeMigrate` callbacks run once the lock is
+    /// held, the `afterMigrate` ones after the last migration.
     public func up(to target: MigrationVersion? = nil) async throws -> [Migration] {
         try await traced("migrate up") { _ in
             try await locked { session in
                 let plan = try MigrationPlanner(migrations: directory.migrations, history: session.rows)
                     .upPlan(to: target, allowOutOfOrder: options.allowOutOfOrder)
+                let repeatables = target == nil ? try await pendingRepeatables(on: session.work) : []
                 // A file that cannot be split into statements stops the run before any migration applies.
-                for migration in plan { _ = try migration.up.statements(file: migration.fileName) }
+                for migration in plan + repeatables {
+                    _ = try migration.up.statements(file: migration.fileName)
+                    _ = try MigrationSession.Around(migration, directory: directory)
+                }
+                for callback in directory.callbacks { _ = try callback.script.statements(file: callback.fileName) }
+                try await session.runCallbacks(.beforeMigrate)
                 for migration in plan {
                     let row = session.rows.first { $0.version == migration.version }
                     try await traced("migration \(migration.version)", migration) { _ in
                         try await session.apply(migration, resumingFrom: row)
                     }
                 }
-                return plan
+                if !repeatables.isEmpty {
+                    try await wrap { try await repeatableHistory.create(on: session.work) }
+                    for migration in repeatables {
+                        try await traced("migration \(migration.fileName)", migration) { _ in
+                            try await session.applyRepeatable(migration, history: repeatableHistory)
+                        }
+                    }
+                }
+                try await session.runCallbacks(.afterMigrate)
+                return plan + repeatables
             }
         }
+    }
+
+    var repeatableHistory: RepeatableHistory { RepeatableHistory(table: options.historyTable + "_repeatable") }
+
+    /// The repeatable migrations `up` would run: new ones and those whose checksum changed.
+    public func pendingRepeatables() async throws -> [Migration] {
+        guard !directory.repeatables.isEmpty else { return [] }
+        return try await withConnection(role: "status") { connection in try await pendingRepeatables(on: connection) }
+    }
+
+    private func pendingRepeatables(on connection: Connection) async throws -> [Migration] {
+        guard !directory.repeatables.isEmpty else { return [] }
+        let recorded = try await wrap { try await repeatableHistory.checksums(on: connection) }
+        return directory.repeatables.filter { recorded[$0.fileName] != $0.checksum }
     }
 
     /// Reverts the last `steps` migrations, or every one above `target`, newest first, each

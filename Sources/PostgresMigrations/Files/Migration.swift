@@ -10,6 +10,16 @@ import Foundation
 /// DROP TABLE todo_list;
 /// ```
 ///
+/// A third section, `-- migrate:verify`, holds statements that check the result (as sqitch's
+/// verify scripts): they run after the up section, in its transaction, and fail the
+/// migration when one fails (`SELECT weight FROM items WHERE false` fails once the column
+/// is gone); `postgres-data verify --scripts` runs them again for every applied migration.
+/// The checksum covers the up section only.
+///
+/// A file named `R__<description>.sql` is a repeatable migration (as Flyway's): it has no
+/// version, runs after the versioned ones, and runs again whenever its checksum changes —
+/// for views, functions and grants written as `CREATE OR REPLACE`.
+///
 /// Directives, each on a line of its own anywhere in the file:
 /// - `-- migrate:no-transaction` — the statements run one at a time outside a transaction
 ///   (for `CREATE INDEX CONCURRENTLY`); progress is recorded after each one, so a run that
@@ -31,6 +41,11 @@ public struct Migration: Sendable {
     public let up: MigrationScript
     /// The `-- migrate:down` section, when there is one.
     public let down: MigrationScript?
+    /// The `-- migrate:verify` section, when there is one.
+    public let verify: MigrationScript?
+    /// True for an `R__<description>.sql` file: no version (its ``version`` is 0), run
+    /// after the versioned files whenever its checksum changed.
+    public let isRepeatable: Bool
     /// False when the file says `-- migrate:no-transaction`.
     public let isTransactional: Bool
     /// This file's `lock_timeout`, when it overrides the runner's.
@@ -43,40 +58,45 @@ public struct Migration: Sendable {
     /// The checksum recorded when the migration is applied.
     public var checksum: MigrationChecksum { MigrationChecksum(of: up.sql) }
 
-    /// Parses a migration file; `fileName` must be `<digits>_<description>.sql`.
+    /// Parses a migration file; `fileName` must be `<digits>_<description>.sql`, or
+    /// `R__<description>.sql` for a repeatable migration.
     public init(fileName: String, contents: String) throws(MigrationError) {
-        guard fileName.hasSuffix(".sql"), let underscore = fileName.firstIndex(of: "_"),
-              let version = MigrationVersion(String(fileName[..<underscore])) else {
+        let repeatable = fileName.hasPrefix("R__")
+        let underscore = repeatable ? fileName.index(fileName.startIndex, offsetBy: 2) : fileName.firstIndex(of: "_")
+        guard fileName.hasSuffix(".sql"), let underscore,
+              let version = repeatable ? MigrationVersion("0") : MigrationVersion(String(fileName[..<underscore])) else {
             throw .invalidFile(file: fileName, line: nil,
-                               message: "the name must be <version>_<description>.sql, the version all digits (0001_create_items.sql)")
+                               message: "the name must be <version>_<description>.sql, the version all digits (0001_create_items.sql), or R__<description>.sql for a repeatable migration")
         }
-        let name = String(fileName[fileName.index(after: underscore)..<fileName.index(fileName.endIndex, offsetBy: -4)])
+        let nameStart = fileName.index(after: underscore)
+        let nameEnd = fileName.index(fileName.endIndex, offsetBy: -4)
+        let name = nameStart < nameEnd ? String(fileName[nameStart..<nameEnd]) : ""
         guard !name.isEmpty else {
             throw .invalidFile(file: fileName, line: nil, message: "the name has no description after the version")
         }
         self.version = version
         self.name = name
         self.fileName = fileName
+        self.isRepeatable = repeatable
 
-        enum Section { case header, up, down }
+        enum Section { case header, up, down, verify }
         var section = Section.header
-        var upLines: [Substring] = [], downLines: [Substring] = []
-        var upStart = 0, downStart = 0
+        var lines: [Section: [Substring]] = [:]
+        var starts: [Section: Int] = [:]
         var transactional = true
         var lockTimeout: String?, statementTimeout: String?
-        let lines = contents.replacingOccurrences(of: "\r\n", with: "\n").split(separator: "\n", omittingEmptySubsequences: false)
-        for (index, line) in lines.enumerated() {
+        let allLines = contents.replacingOccurrences(of: "\r\n", with: "\n").split(separator: "\n", omittingEmptySubsequences: false)
+        for (index, line) in allLines.enumerated() {
             let lineNumber = index + 1
             let trimmed = line.trimmingCharacters(in: .whitespaces)
             guard trimmed.hasPrefix("-- migrate:") else {
-                switch section {
-                case .header:
+                if section == .header {
                     if !trimmed.isEmpty && !trimmed.hasPrefix("--") {
                         throw .invalidFile(file: fileName, line: lineNumber,
                                            message: "SQL before '-- migrate:up': put the statements after a '-- migrate:up' line")
                     }
-                case .up: upLines.append(line)
-                case .down: downLines.append(line)
+                } else {
+                    lines[section, default: []].append(line)
                 }
                 continue
             }
@@ -84,20 +104,23 @@ public struct Migration: Sendable {
             let directive = (words.first ?? "").lowercased().replacingOccurrences(of: "_", with: "-")
             let argument = words.dropFirst().first
             switch directive {
-            case "up":
-                guard section == .header else {
-                    throw .invalidFile(file: fileName, line: lineNumber, message: "a second '-- migrate:up' (or one after '-- migrate:down')")
+            case "up", "down", "verify":
+                let next: Section = directive == "up" ? .up : directive == "down" ? .down : .verify
+                guard starts[next] == nil else {
+                    throw .invalidFile(file: fileName, line: lineNumber, message: "a second '-- migrate:\(directive)'")
                 }
-                section = .up
-                upStart = lineNumber + 1
-                if words.dropFirst().contains("transaction:false") { transactional = false }
-            case "down":
-                guard section == .up else {
-                    throw .invalidFile(file: fileName, line: lineNumber,
-                                       message: section == .header ? "'-- migrate:down' before '-- migrate:up'" : "a second '-- migrate:down'")
+                guard next == .up || starts[.up] != nil else {
+                    throw .invalidFile(file: fileName, line: lineNumber, message: "'-- migrate:\(directive)' before '-- migrate:up'")
                 }
-                section = .down
-                downStart = lineNumber + 1
+                if next == .up, starts[.down] != nil || starts[.verify] != nil {
+                    throw .invalidFile(file: fileName, line: lineNumber, message: "'-- migrate:up' must be the first section")
+                }
+                if next == .down, repeatable {
+                    throw .invalidFile(file: fileName, line: lineNumber, message: "a repeatable migration has no down section: it is run again when it changes")
+                }
+                section = next
+                starts[next] = lineNumber + 1
+                if next == .up, words.dropFirst().contains("transaction:false") { transactional = false }
             case "no-transaction":
                 transactional = false
             case "lock-timeout", "statement-timeout":
@@ -108,14 +131,18 @@ public struct Migration: Sendable {
                 if directive == "lock-timeout" { lockTimeout = argument } else { statementTimeout = argument }
             default:
                 throw .invalidFile(file: fileName, line: lineNumber,
-                                   message: "unknown directive '-- migrate:\(words.first ?? "")'; known: up, down, no-transaction, lock-timeout, statement-timeout")
+                                   message: "unknown directive '-- migrate:\(words.first ?? "")'; known: up, down, verify, no-transaction, lock-timeout, statement-timeout")
             }
         }
-        guard section != .header else {
+        guard let upStart = starts[.up] else {
             throw .invalidFile(file: fileName, line: nil, message: "no '-- migrate:up' line: the file must say where its up section starts")
         }
-        up = MigrationScript(sql: upLines.joined(separator: "\n"), firstLine: upStart)
-        down = section == .down ? MigrationScript(sql: downLines.joined(separator: "\n"), firstLine: downStart) : nil
+        func script(_ section: Section) -> MigrationScript? {
+            starts[section].map { MigrationScript(sql: (lines[section] ?? []).joined(separator: "\n"), firstLine: $0) }
+        }
+        up = MigrationScript(sql: (lines[.up] ?? []).joined(separator: "\n"), firstLine: upStart)
+        down = script(.down)
+        verify = script(.verify)
         isTransactional = transactional
         self.lockTimeout = lockTimeout
         self.statementTimeout = statementTimeout

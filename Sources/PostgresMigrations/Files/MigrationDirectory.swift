@@ -1,7 +1,8 @@
 import Foundation
 
 /// The migrations folder: every `<version>_<description>.sql` file in it, parsed and in
-/// version order.
+/// version order; the repeatable migrations (`R__<description>.sql`); the callbacks
+/// (`beforeMigrate.sql`, …); and the checksum file `postgres-data.sum`, when there is one.
 ///
 /// ```swift
 /// let directory = try MigrationDirectory(path: "migrations")
@@ -10,12 +11,18 @@ import Foundation
 public struct MigrationDirectory: Sendable {
     /// The folder's path.
     public let path: String
-    /// The migrations, in version order.
+    /// The versioned migrations, in version order.
     public let migrations: [Migration]
+    /// The repeatable migrations, in name order (run in that order after the versioned ones).
+    public let repeatables: [Migration]
+    /// The callbacks, in name order.
+    public let callbacks: [MigrationCallback]
+    /// The checksums of the folder's files as read (nil for migrations given in memory).
+    public private(set) var sum: MigrationSum?
 
     /// Reads and parses every `.sql` file of the folder. Files whose names start with `.`
-    /// and files that do not end in `.sql` are ignored; a `.sql` file that is not a valid
-    /// migration, or two files with one version, are an error naming them.
+    /// and files that do not end in `.sql` are ignored; a `.sql` file that is neither a
+    /// migration nor a callback, or two files with one version, are an error naming them.
     public init(path: String) throws(MigrationError) {
         let names: [String]
         do {
@@ -25,27 +32,82 @@ public struct MigrationDirectory: Sendable {
                                message: "cannot read the migrations folder (\(error.localizedDescription)); create it or pass --dir")
         }
         var migrations: [Migration] = []
+        var callbacks: [MigrationCallback] = []
+        var texts: [(name: String, text: String)] = []
         for name in names.sorted() where name.hasSuffix(".sql") && !name.hasPrefix(".") {
-            let filePath = (path as NSString).appendingPathComponent(name)
-            guard let contents = FileManager.default.contents(atPath: filePath) else {
-                throw .invalidFile(file: name, line: nil, message: "cannot be read")
+            let text = try Self.read((path as NSString).appendingPathComponent(name), name: name)
+            texts.append((name, text))
+            if let callback = MigrationCallback(fileName: name, contents: text) {
+                callbacks.append(callback)
+            } else {
+                migrations.append(try Migration(fileName: name, contents: text))
             }
-            guard let text = String(data: contents, encoding: .utf8) else {
-                throw .invalidFile(file: name, line: nil, message: "is not valid UTF-8")
-            }
-            migrations.append(try Migration(fileName: name, contents: text))
         }
-        try self.init(path: path, migrations: migrations)
+        let sum = MigrationSum(files: texts)
+        let sumPath = (path as NSString).appendingPathComponent(MigrationSum.fileName)
+        if FileManager.default.fileExists(atPath: sumPath) {
+            let problems = sum.differences(fromRecorded: try Self.read(sumPath, name: MigrationSum.fileName))
+            if !problems.isEmpty { throw .sumMismatch(file: sumPath, problems: problems) }
+        }
+        try self.init(path: path, migrations: migrations, callbacks: callbacks)
+        self.sum = sum
     }
 
-    /// A directory made of migrations already in memory (an app embedding its migrations).
-    public init(path: String = "<memory>", migrations: [Migration]) throws(MigrationError) {
-        let byVersion = Dictionary(grouping: migrations, by: \.version)
+    /// Writes `postgres-data.sum` for the folder as it is now (after a review of its files).
+    @discardableResult
+    public static func writeSum(path: String) throws(MigrationError) -> MigrationSum {
+        let names: [String]
+        do {
+            names = try FileManager.default.contentsOfDirectory(atPath: path)
+        } catch {
+            throw .invalidFile(file: path, line: nil, message: "cannot read the migrations folder (\(error.localizedDescription))")
+        }
+        var texts: [(name: String, text: String)] = []
+        for name in names.sorted() where name.hasSuffix(".sql") && !name.hasPrefix(".") {
+            texts.append((name, try read((path as NSString).appendingPathComponent(name), name: name)))
+        }
+        let sum = MigrationSum(files: texts)
+        let sumPath = (path as NSString).appendingPathComponent(MigrationSum.fileName)
+        guard FileManager.default.createFile(atPath: sumPath, contents: Data(sum.text.utf8)) else {
+            throw .invalidFile(file: sumPath, line: nil, message: "cannot be written")
+        }
+        return sum
+    }
+
+    /// Whether the folder has a `postgres-data.sum` to keep up to date.
+    public var hasSum: Bool {
+        FileManager.default.fileExists(atPath: (path as NSString).appendingPathComponent(MigrationSum.fileName))
+    }
+
+    /// A file's text.
+    static func read(_ filePath: String, name: String) throws(MigrationError) -> String {
+        guard let contents = FileManager.default.contents(atPath: filePath) else {
+            throw .invalidFile(file: name, line: nil, message: "cannot be read")
+        }
+        guard let text = String(data: contents, encoding: .utf8) else {
+            throw .invalidFile(file: name, line: nil, message: "is not valid UTF-8")
+        }
+        return text
+    }
+
+    /// A directory made of migrations already in memory (an app embedding its migrations);
+    /// repeatable ones (``Migration/isRepeatable``) are sorted out of `migrations`.
+    public init(path: String = "<memory>", migrations: [Migration], callbacks: [MigrationCallback] = []) throws(MigrationError) {
+        let versioned = migrations.filter { !$0.isRepeatable }
+        let byVersion = Dictionary(grouping: versioned, by: \.version)
         if let duplicate = byVersion.filter({ $0.value.count > 1 }).min(by: { $0.key < $1.key }) {
             throw .duplicateVersion(duplicate.key, files: duplicate.value.map(\.fileName).sorted())
         }
         self.path = path
-        self.migrations = migrations.sorted { $0.version < $1.version }
+        self.migrations = versioned.sorted { $0.version < $1.version }
+        repeatables = migrations.filter(\.isRepeatable).sorted { $0.fileName < $1.fileName }
+        self.callbacks = callbacks.sorted { $0.fileName < $1.fileName }
+        sum = nil
+    }
+
+    /// The callbacks of `event`, in name order.
+    public func callbacks(_ event: MigrationCallback.Event) -> [MigrationCallback] {
+        callbacks.filter { $0.event == event }
     }
 
     /// How `new` numbers a file.
@@ -88,11 +150,15 @@ public struct MigrationDirectory: Sendable {
         return "\(version)_\(slug).sql"
     }
 
-    /// Creates the file for `name` with empty up and down sections; returns its path.
-    public func createMigration(named name: String, style: VersionStyle? = nil) throws(MigrationError) -> String {
-        let fileName = try newFileName(for: name, style: style)
+    /// Creates the file for `name` — with `contents`, or empty up and down sections — and
+    /// brings `postgres-data.sum` up to date when the folder has one; returns its path.
+    /// A `repeatable` one is `R__<name>.sql`.
+    public func createMigration(named name: String, style: VersionStyle? = nil, repeatable: Bool = false,
+                                contents: String? = nil) throws(MigrationError) -> String {
+        var fileName = try newFileName(for: name, style: style)
+        if repeatable { fileName = "R__" + fileName[fileName.index(after: fileName.firstIndex(of: "_") ?? fileName.startIndex)...] }
         let filePath = (path as NSString).appendingPathComponent(fileName)
-        let template = """
+        let template = repeatable ? "-- migrate:up\n\n" : """
             -- migrate:up
 
 
@@ -105,9 +171,13 @@ public struct MigrationDirectory: Sendable {
         } catch {
             throw .invalidFile(file: path, line: nil, message: "cannot create the folder (\(error.localizedDescription))")
         }
-        guard FileManager.default.createFile(atPath: filePath, contents: Data(template.utf8)) else {
+        guard !FileManager.default.fileExists(atPath: filePath) else {
+            throw .invalidFile(file: filePath, line: nil, message: "already exists")
+        }
+        guard FileManager.default.createFile(atPath: filePath, contents: Data((contents ?? template).utf8)) else {
             throw .invalidFile(file: filePath, line: nil, message: "cannot be created")
         }
+        if hasSum { try Self.writeSum(path: path) }
         return filePath
     }
 }
