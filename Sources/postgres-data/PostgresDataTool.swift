@@ -6,7 +6,7 @@ import PostgresMigrations
 @main
 struct PostgresDataTool: AsyncParsableCommand {
     /// What `postgres-data --version` prints.
-    static let version = "0.9.0"
+    static let version = "0.10.0"
 
     static let configuration = CommandConfiguration(
         commandName: "postgres-data",
@@ -17,9 +17,9 @@ struct PostgresDataTool: AsyncParsableCommand {
 
             Exit codes:
               0   success
-              1   a statement or the connection failed (the failed migration was rolled back)
-              2   refused before running anything: an invalid or edited file, out-of-order versions, an unknown version
-              3   checks found something: pending migrations (status --exit-code), verify problems, lint errors, a non-empty diff (diff --exit-code)
+              1   a statement, a verify section or the connection failed (the failed migration was rolled back); wait timed out
+              2   refused before running anything: an invalid or edited file, a folder that differs from postgres-data.sum, out-of-order versions, an unknown version
+              3   checks found something: pending migrations (status --exit-code), verify problems (and failing verify sections), lint errors (warnings with --strict), a non-empty diff (diff --exit-code)
               4   a lock could not be had: another runner kept the migration lock, or lock_timeout after every retry
               64  the command line is wrong
             """,

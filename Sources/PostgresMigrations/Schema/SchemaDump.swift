@@ -72,7 +72,7 @@ enum SchemaDump {
 }
 
 extension Migrator {
-    /// The database's whole current schema as SQL (``SchemaDump``), without the migration
+    /// The database's whole current schema as SQL, in an order that recreates it, without the migration
     /// history tables and the tables PostgresData's stores own.
     public func dumpSchema() async throws -> String {
         try await withConnection(role: "dump") { connection in
