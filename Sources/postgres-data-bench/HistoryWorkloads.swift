@@ -1,3 +1,4 @@
+import CLibPQ
 import Foundation
 import PostgresClient
 import PostgresData
@@ -57,11 +58,13 @@ enum BlockingWait {
     }
 }
 
-/// Merge latency: a save by one coordinator until another coordinator's merging context
-/// reports the new object (NOTIFY at commit, the listener reads the history, the context
-/// merges). The two coordinators share nothing but the server, as two processes would. The
-/// baseline is a bare NOTIFY from one connection to another listening one.
-func measureMergeLatency(configuration: Configuration, saves: Int) async throws -> (merge: [Double], notify: [Double]) {
+/// Merge latency: from the moment a writer coordinator's context saves a new object until
+/// a reader coordinator's merging context reports it (NOTIFY at commit, the listener reads
+/// the history, the context merges). The two coordinators share nothing but the server, as
+/// two processes would, and both instants come from one monotonic clock, so a latency is
+/// never negative. The baseline does the same with raw libpq: a writer inserts the row and
+/// notifies in one transaction, a listener thread wakes on the notification and reads the row.
+func measureMergeLatency(configuration: Configuration, saves: Int) async throws -> (merge: [Double], raw: [Double]) {
     let options = PersistentStoreCoordinator.StoreOptions(persistentHistoryTracking: true)
     let writer = PersistentContainer(name: "Writer", model: ManagedObjectModel(BenchItem.self))
     try await writer.loadPersistentStores(configuration: configuration, options: options)
@@ -69,12 +72,13 @@ func measureMergeLatency(configuration: Configuration, saves: Int) async throws 
     try await reader.loadPersistentStores(configuration: configuration, options: options)
     let context = reader.newBackgroundContext()
     context.automaticallyMergesChangesFromParent = true
-    let seen = Locked<[ManagedObjectID: ContinuousClock.Instant]>([:])
+    // By key: an object ID belongs to its coordinator's store, and these are two.
+    let seen = Locked<[Int64: ContinuousClock.Instant]>([:])
     let changes = context.notifications()
     let watcher = Task {
         for await case .objectsDidChange(let change) in changes {
             let now = ContinuousClock.now
-            seen.withLock { for id in change.insertedObjectIDs { $0[id] = now } }
+            seen.withLock { for id in change.insertedObjectIDs { if let key = id.primaryKey { $0[key] = now } } }
         }
     }
     var merge: [Double] = []
@@ -83,44 +87,65 @@ func measureMergeLatency(configuration: Configuration, saves: Int) async throws 
             let item = BenchItem(context: context)
             item.name = "merge-\(i)"
             item.createdAt = epoch
+            let started = ContinuousClock.now
             try context.save()
-            return (item.objectID, ContinuousClock.now)
+            return (item.objectID.primaryKey ?? 0, started)
         }
-        var arrived: ContinuousClock.Instant?
-        let limit = ContinuousClock.now + .seconds(10)
-        while arrived == nil {
-            arrived = seen.withLock { $0[id] }
-            if arrived == nil {
-                guard ContinuousClock.now < limit else { throw BenchmarkError("save \(i) never reached the other coordinator") }
-                try await Task.sleep(for: .microseconds(200))
-            }
-        }
-        merge.append(milliseconds(arrived! - saved))
+        merge.append(milliseconds(try await arrival(of: id, in: seen) - saved))
     }
     watcher.cancel()
     await writer.persistentStoreCoordinator.close()
     await reader.persistentStoreCoordinator.close()
+    return (merge, try await rawMergeLatency(configuration: configuration, saves: saves))
+}
 
-    let listener = try await Connection.connect(configuration)
-    let sender = try await Connection.connect(configuration)
-    try await listener.listen(on: "bench")
-    let delivered = Locked<[String: ContinuousClock.Instant]>([:])
-    let listening = Task {
-        for try await notification in listener.notifications() {
-            let now = ContinuousClock.now
-            delivered.withLock { $0[notification.payload] = now }
+/// Waits (10 s at most) until `key` appears in `seen`.
+func arrival<Key: Hashable & Sendable>(of key: Key, in seen: Locked<[Key: ContinuousClock.Instant]>) async throws -> ContinuousClock.Instant {
+    let limit = ContinuousClock.now + .seconds(10)
+    while true {
+        if let arrived = seen.withLock({ $0[key] }) { return arrived }
+        guard ContinuousClock.now < limit else { throw BenchmarkError("a save never reached the other side") }
+        try await Task.sleep(for: .microseconds(200))
+    }
+}
+
+/// The raw side of merge latency: INSERT … RETURNING id and NOTIFY in one transaction on one
+/// connection; on another, a thread waiting on the socket reads each notified row.
+func rawMergeLatency(configuration: Configuration, saves: Int) async throws -> [Double] {
+    let writer = try RawConnection(configuration)
+    let listener = try RawConnection(configuration)
+    try listener.exec("LISTEN bench_merge")
+    let seen = Locked<[Int64: ContinuousClock.Instant]>([:])
+    let stop = Locked(false)
+    let thread = Thread { [listener] in
+        var poller = pollfd(fd: PQsocket(listener.handle), events: Int16(POLLIN), revents: 0)
+        while !stop.withLock({ $0 }) {
+            guard poll(&poller, 1, 10) > 0 else { continue }
+            PQconsumeInput(listener.handle)
+            while let notification = PQnotifies(listener.handle) {
+                let key = Int64(String(cString: notification.pointee.extra)) ?? 0
+                PQfreemem(notification)
+                guard let result = try? listener.execBinary("\(selectAllWithVersions) WHERE id = \(key)") else { continue }
+                let item = PQntuples(result) == 1 ? rawVersionedItem(result, 0) : nil
+                PQclear(result)
+                let now = ContinuousClock.now
+                if let item { seen.withLock { $0[item.id] = now } }
+            }
         }
     }
-    var notify: [Double] = []
+    thread.start()
+    var latencies: [Double] = []
     for i in 0..<saves {
-        let sent = ContinuousClock.now
-        try await sender.notify(channel: "bench", payload: "\(i)")
-        while delivered.withLock({ $0["\(i)"] }) == nil { try await Task.sleep(for: .microseconds(200)) }
-        notify.append(milliseconds(delivered.withLock { $0["\(i)"]! } - sent))
+        let started = ContinuousClock.now
+        try writer.exec("BEGIN")
+        let inserted = try writer.execBinary("INSERT INTO items (name, created_at) VALUES ('raw-merge-\(i)', now()) RETURNING id")
+        let key = Int64(bigEndian: UnsafeRawPointer(PQgetvalue(inserted, 0, 0)).loadUnaligned(as: Int64.self))
+        PQclear(inserted)
+        try writer.exec("NOTIFY bench_merge, '\(key)'")
+        try writer.exec("COMMIT")
+        latencies.append(milliseconds(try await arrival(of: key, in: seen) - started))
     }
-    listening.cancel()
-    _ = await listening.result
-    await listener.close()
-    await sender.close()
-    return (merge, notify)
+    stop.withLock { $0 = true }
+    while !thread.isFinished { try await Task.sleep(for: .milliseconds(1)) }
+    return latencies
 }

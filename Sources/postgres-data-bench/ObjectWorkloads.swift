@@ -19,8 +19,9 @@ final class Counter: @unchecked Sendable {
 /// Objects fetched untimed before a measured save.
 final class FetchedObjects: @unchecked Sendable {
     var context: ManagedObjectContext?
-    /// A fetch's result array, freed untimed like its context.
-    var results: Any?
+    /// W6's raw input: the keys and versions of the same rows.
+    var keys: [Int64] = []
+    var versions: [UInt32] = []
 }
 
 /// The object-graph workloads: W1 (save inserted objects), W2 (fetch objects, faults, IDs,
@@ -45,76 +46,17 @@ func makeObjectWorkloads(container: PersistentContainer, client connection: Conn
             precondition(count == updates)
         }
         fetched.context = context
+        // The raw side's input: the same rows' keys and versions, read untimed too.
+        let rows = try await connection.query("SELECT id, xmin FROM items ORDER BY id")
+        fetched.keys = try rows.map { try $0.decode(Int64.self, at: 0) }
+        fetched.versions = try rows.map { try $0.decode(TransactionID.self, at: 1).rawValue }
     }
     let fullTable: () async throws -> Void = {
         fetched.context = nil
-        fetched.results = nil
         let count = try await connection.query("SELECT count(*) FROM items")[0].decode(Int64.self, at: 0)
         if count != rows { try await fillItems(connection, rows: rows) }
     }
-    /// Fetches through a fresh context, kept with the result until the next run so their
-    /// teardown is not timed (the raw side's result is freed inside its run: the comparison
-    /// favours raw slightly).
-    func fetchWorkload<Result>(_ name: String, _ body: @escaping @Sendable (ManagedObjectContext) throws -> [Result]) -> Workload {
-        Workload(name: name, prepare: fullTable, client: {
-            let context = container.newBackgroundContext()
-            let count = try await context.perform {
-                let results = try body(context)
-                fetched.results = results
-                return results.count
-            }
-            precondition(count == rows)
-            fetched.context = context
-        }, raw: {
-            try rawFetchStructs(raw, rows: rows)
-        })
-    }
-    func asynchronousFetch(_ name: String, rawWithVersions: Bool) -> Workload {
-        Workload(name: name, prepare: fullTable, client: {
-            let context = container.newBackgroundContext()
-            var request = FetchRequest<BenchItem>()
-            request.fetchBatchSize = 10_000
-            let asynchronous = AsynchronousFetchRequest(fetchRequest: request)
-            let result = try await context.perform { () throws in try context.execute(asynchronous) }
-            try await result.wait()
-            precondition(result.progress.completedUnitCount == Int64(rows))
-            fetched.context = context
-        }, raw: {
-            try rawCursorStructs(raw, rows: rows, withVersions: rawWithVersions)
-        })
-    }
     return [
-        fetchWorkload("W2 fetch \(rows.formatted()) as objects") { context in
-            var request = FetchRequest<BenchItem>()
-            request.returnsObjectsAsFaults = false
-            return try context.fetch(request)
-        },
-        fetchWorkload("W2 fetch \(rows.formatted()) as faults (default)") { context in
-            try context.fetch(FetchRequest<BenchItem>())
-        },
-        fetchWorkload("W2 fetch \(rows.formatted()) object IDs") { context in
-            try context.fetch(FetchRequest<ManagedObjectID>(entityName: "BenchItem"))
-        },
-        fetchWorkload("W2 fetch \(rows.formatted()) as dictionaries") { context in
-            try context.fetch(FetchRequest<FetchedDictionary>(entityName: "BenchItem"))
-        },
-        fetchWorkload("W2 fetch \(rows.formatted()) as Swift dictionaries") { context in
-            try context.fetch(FetchRequest<[String: AttributeValue]>(entityName: "BenchItem"))
-        },
-        asynchronousFetch("W3 asynchronous fetch \(rows.formatted()), batches of 10,000", rawWithVersions: false),
-        // The same fetch against a raw loop that also reads the row versions PostgresData needs.
-        asynchronousFetch("W3 asynchronous fetch vs cursor loop with xmin", rawWithVersions: true),
-        Workload(name: "W3 walk \(rows.formatted()) in batches of 10,000, released", prepare: fullTable, client: {
-            let context = container.newBackgroundContext()
-            var request = FetchRequest<BenchItem>()
-            request.fetchBatchSize = 10_000
-            request.returnsObjectsAsFaults = false
-            let walked = Counter()
-            try await context.enumerateBatches(of: request) { items in walked.add(items.count) }
-            precondition(walked.value == rows)
-        }, raw: {
-            try rawCursorStructs(raw, rows: rows)
-        }),
         Workload(name: "W4 batch update \(rows.formatted()), IDs returned", prepare: fullTable, client: {
             var update = BatchUpdateRequest(entity: BenchItem.self, propertiesToUpdate: ["weight": try .expression("weight + 1")])
             update.resultType = .updatedObjectIDs
@@ -162,20 +104,30 @@ func makeObjectWorkloads(container: PersistentContainer, client connection: Conn
                 request.returnsObjectsAsFaults = false
                 for item in try context.fetch(request) { item.weight += 1 }
                 try context.save()
+                context.reset()
             }
-            fetched.context = context
         }, raw: {
             try rawUpdateReturningIDs(raw, rows: rows)
         }),
-        Workload(name: "W1 save \(inserts.formatted()) inserted objects", prepare: resetEmpty, client: {
+        Workload(name: "W1 save \(inserts.formatted()) inserted objects (B: keys + COPY)", prepare: resetEmpty, client: {
+            try await saveNewItems(container, count: inserts)
+        }, raw: {
+            try rawCopyWithKeys(raw, rows: inserts)
+        }),
+        Workload(name: "W1 extra: the same save (B: multi-row INSERT)", prepare: resetEmpty, client: {
             try await saveNewItems(container, count: inserts)
         }, raw: {
             try rawMultiRowInsert(raw, rows: inserts)
         }),
-        Workload(name: "W6 save \(updates.formatted()) updated objects", prepare: prepareUpdates, client: {
+        Workload(name: "W6 save \(updates.formatted()) updated objects (B: set-based)", prepare: prepareUpdates, client: {
             try await saveUpdatedItems(fetched.context!)
         }, raw: {
-            try rawPipelinedUpdates(raw, ids: (1...Int64(updates)).map { $0 })
+            try rawSetBasedUpdate(raw, keys: fetched.keys, versions: fetched.versions)
+        }),
+        Workload(name: "W6 extra: the same save (B: pipelined per row)", prepare: prepareUpdates, client: {
+            try await saveUpdatedItems(fetched.context!)
+        }, raw: {
+            try rawPipelinedUpdates(raw, ids: fetched.keys)
         }),
     ]
 }

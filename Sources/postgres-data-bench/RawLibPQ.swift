@@ -49,6 +49,14 @@ func rawItem(_ result: OpaquePointer, _ row: Int32) -> Item {
                 done: done, weight: weight)
 }
 
+/// ``rawItem(_:_:)`` with the row version of column 5 (`selectAllWithVersions`).
+@inline(__always)
+func rawVersionedItem(_ result: OpaquePointer, _ row: Int32) -> Item {
+    var item = rawItem(result, row)
+    item.version = UInt32(bigEndian: UnsafeRawPointer(PQgetvalue(result, row, 5)).loadUnaligned(as: UInt32.self))
+    return item
+}
+
 struct BenchmarkError: Error, CustomStringConvertible {
     var description: String
     init(_ description: String) { self.description = description }

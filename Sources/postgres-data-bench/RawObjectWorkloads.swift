@@ -116,3 +116,59 @@ func rawPipelinedUpdates(_ raw: RawConnection, ids: [Int64]) throws {
     guard PQexitPipelineMode(raw.handle) == 1 else { throw BenchmarkError("raw: exit pipeline mode") }
     try raw.exec("COMMIT")
 }
+
+/// A one-dimensional binary array parameter of fixed-width elements (`int8[]`, `xid[]`,
+/// `int4[]`), as libpq code builds it.
+func binaryArray<T: FixedWidthInteger>(_ values: [T], elementType: UInt32) -> [UInt8] {
+    var bytes: [UInt8] = []
+    bytes.reserveCapacity(20 + values.count * (4 + MemoryLayout<T>.size))
+    func put<V: FixedWidthInteger>(_ value: V) { withUnsafeBytes(of: value.bigEndian) { bytes.append(contentsOf: $0) } }
+    put(Int32(1)); put(Int32(0)); put(elementType); put(Int32(values.count)); put(Int32(1))
+    for value in values { put(Int32(MemoryLayout<T>.size)); put(value) }
+    return bytes
+}
+
+/// Raw W6: the set-based statement PostgresData's save sends — one `UPDATE … FROM unnest`
+/// of keys, versions and new weights, version-checked, the new versions returned and
+/// every row accounted for — in a transaction.
+func rawSetBasedUpdate(_ raw: RawConnection, keys: [Int64], versions: [UInt32]) throws {
+    try raw.exec("BEGIN")
+    let sql = """
+        UPDATE items AS t SET weight = u.c0 FROM unnest($1::bigint[], $2::xid[], $3::int4[]) AS u(k, v, c0)
+        WHERE t.id = u.k AND t.xmin = u.v RETURNING t.id, t.xmin
+        """
+    let parameters = [binaryArray(keys, elementType: 20), binaryArray(versions, elementType: 28),
+                      binaryArray(keys.map { Int32($0 % 1000 + 1) }, elementType: 23)]
+    let result: OpaquePointer? = parameters[0].withUnsafeBufferPointer { a in
+        parameters[1].withUnsafeBufferPointer { b in
+            parameters[2].withUnsafeBufferPointer { c in
+                let values: [UnsafePointer<CChar>?] = [a, b, c].map { UnsafeRawPointer($0.baseAddress!).assumingMemoryBound(to: CChar.self) }
+                let lengths = parameters.map { Int32($0.count) }
+                let formats: [Int32] = [1, 1, 1]
+                return PQexecParams(raw.handle, sql, 3, nil, values, lengths, formats, 1)
+            }
+        }
+    }
+    guard PQresultStatus(result) == PGRES_TUPLES_OK else { throw BenchmarkError("raw set-based update: \(String(cString: PQerrorMessage(raw.handle)))") }
+    var written = 0
+    for row in 0..<PQntuples(result) {
+        written &+= Int(UInt32(bigEndian: UnsafeRawPointer(PQgetvalue(result, row, 1)).loadUnaligned(as: UInt32.self))) & 1 | 1
+    }
+    let count = Int(PQntuples(result))
+    PQclear(result)
+    guard count == keys.count, written == count else { throw BenchmarkError("raw set-based update: \(count) of \(keys.count) rows") }
+    try raw.exec("COMMIT")
+}
+
+/// Raw W1 as a save does it: `count` keys taken from the identity sequence in one
+/// statement, then the rows with their keys by binary COPY, in one transaction.
+func rawCopyWithKeys(_ raw: RawConnection, rows: Int) throws {
+    try raw.exec("BEGIN")
+    let result = try raw.execBinary("SELECT array_agg(nextval('items_id_seq'::regclass)) FROM generate_series(1, \(rows))")
+    // int8[]: a 20-byte header, then a 4-byte length and 8 bytes per key.
+    let base: UnsafeRawPointer = UnsafeRawPointer(PQgetvalue(result, 0, 0))
+    let keys = (0..<rows).map { Int64(bigEndian: base.loadUnaligned(fromByteOffset: 20 + $0 * 12 + 4, as: Int64.self)) }
+    PQclear(result)
+    try rawCopy(raw, rows: rows, keys: keys)
+    try raw.exec("COMMIT")
+}

@@ -8,6 +8,13 @@ struct Item {
     var createdAt: Date
     var done: Bool
     var weight: Int32
+    /// The row version (`xmin`), when the workload reads it.
+    var version: UInt32 = 0
+
+    /// Every attribute read once: what a workload that "reads every attribute" sums.
+    var checksum: Int {
+        Int(truncatingIfNeeded: id) &+ name.utf8.count &+ Int(createdAt.timeIntervalSinceReferenceDate) &+ (done ? 1 : 0) &+ Int(weight)
+    }
 }
 
 /// One workload: the same work done through PostgresClient and through raw libpq.
@@ -150,9 +157,11 @@ func rawCursorStructs(_ raw: RawConnection, rows: Int, withVersions: Bool = fals
     precondition(count == rows)
 }
 
-/// Binary COPY written byte by byte, as hand-written libpq code would.
-func rawCopy(_ raw: RawConnection, rows: Int) throws {
-    let start = PQexec(raw.handle, "COPY items(name, created_at, done, weight) FROM STDIN (FORMAT binary)")
+/// Binary COPY written byte by byte, as hand-written libpq code would; with `keys`, the
+/// `id` column too.
+func rawCopy(_ raw: RawConnection, rows: Int, keys: [Int64]? = nil) throws {
+    let start = PQexec(raw.handle, keys == nil ? "COPY items(name, created_at, done, weight) FROM STDIN (FORMAT binary)"
+                                               : "COPY items(id, name, created_at, done, weight) FROM STDIN (FORMAT binary)")
     guard PQresultStatus(start) == PGRES_COPY_IN else { throw BenchmarkError("raw copy start") }
     PQclear(start)
     var buffer: [UInt8] = []
@@ -162,7 +171,12 @@ func rawCopy(_ raw: RawConnection, rows: Int) throws {
     put(Int32(0)); put(Int32(0))
     let epochMicros = Int64((epoch.timeIntervalSinceReferenceDate + 31_622_400) * 1e6)
     for i in 1...rows {
-        put(Int16(4))
+        if let keys {
+            put(Int16(5))
+            put(Int32(8)); put(keys[i - 1])
+        } else {
+            put(Int16(4))
+        }
         var name = "item-\(i)"
         name.withUTF8 { bytes in put(Int32(bytes.count)); buffer.append(contentsOf: bytes) }
         put(Int32(8)); put(epochMicros + Int64(i) * 1_000_000)

@@ -101,16 +101,17 @@ func median(_ values: [Double]) -> Double {
 }
 
 func printRow(_ row: Row) {
-    let name = row.workload.padding(toLength: 46, withPad: " ", startingAt: 0)
+    let name = row.workload.padding(toLength: 66, withPad: " ", startingAt: 0)
     print("\(name) \(String(format: "%10.1f ms %10.1f ms %7.2f× %7d MiB %7d MiB", row.clientMilliseconds, row.rawMilliseconds, row.ratio, row.clientPeakMiB, row.rawPeakMiB))")
 }
 
-print("workload                                       PostgresData        raw libpq   ratio   peak (A)   peak (B)")
+print("workload                                                           PostgresData        raw libpq   ratio   peak (A)   peak (B)")
 let container = PersistentContainer(name: "Bench", model: ManagedObjectModel(BenchItem.self))
 try await container.loadPersistentStores(configuration: configuration)
 let tracked = PersistentContainer(name: "Tracked", model: ManagedObjectModel(BenchItem.self))
 try await tracked.loadPersistentStores(configuration: configuration, options: .init(persistentHistoryTracking: true, remoteChangeNotifications: false))
 var workloads = makeWorkloads(client: connection, raw: raw, rows: rows)
+    + makeFetchWorkloads(container: container, client: connection, raw: raw, rows: rows)
     + makeObjectWorkloads(container: container, client: connection, raw: raw, rows: rows)
     + makeHistoryWorkloads(plain: container, tracked: tracked, client: connection, rows: rows)
 if let standby {
@@ -222,14 +223,42 @@ for _ in 0..<cancelRuns {
     }
     try await connection.execute(script: "ROLLBACK")
 }
+// The raw side of W5: the same cursor declared while the table is locked, cancelled with
+// PQcancel from another thread 50 ms later, until its error arrives.
+var rawFetchLatencies: [Double] = []
+for _ in 0..<cancelRuns {
+    try await connection.execute(script: "BEGIN; LOCK TABLE items IN ACCESS EXCLUSIVE MODE")
+    try raw.exec("BEGIN READ ONLY ISOLATION LEVEL REPEATABLE READ")
+    guard PQsendQuery(raw.handle, "DECLARE c NO SCROLL CURSOR FOR \(selectAllWithVersions)") == 1 else { throw BenchmarkError("raw send") }
+    let clock = CancelClock()
+    clock.cancel = PQgetCancel(raw.handle)
+    let canceller = Thread { [clock] in
+        Thread.sleep(forTimeInterval: 0.05)
+        clock.requestedAt = ContinuousClock.now
+        var message = [CChar](repeating: 0, count: 256)
+        _ = PQcancel(clock.cancel, &message, 256)
+    }
+    canceller.start()
+    var erroredAt: ContinuousClock.Instant?
+    while let result = PQgetResult(raw.handle) {
+        if PQresultStatus(result) == PGRES_FATAL_ERROR && erroredAt == nil { erroredAt = ContinuousClock.now }
+        PQclear(result)
+    }
+    while !canceller.isFinished { try await Task.sleep(for: .milliseconds(1)) }
+    PQfreeCancel(clock.cancel)
+    guard let erroredAt else { throw BenchmarkError("raw: the cursor was not cancelled") }
+    rawFetchLatencies.append(milliseconds(erroredAt - clock.requestedAt))
+    try raw.exec("ROLLBACK")
+    try await connection.execute(script: "ROLLBACK")
+}
 func percentile99(_ values: [Double]) -> Double {
     let sorted = values.sorted()
     return sorted[min(sorted.count - 1, Int((0.99 * Double(sorted.count)).rounded(.up)) - 1)]
 }
 for (label, client, rawValue) in cancelRuns < 1 ? [] : [("cancel pg_sleep: median latency", median(clientLatencies), median(rawLatencies)),
                                   ("cancel pg_sleep: p99 latency", percentile99(clientLatencies), percentile99(rawLatencies)),
-                                  ("W5 cancel asynchronous fetch: median", median(fetchLatencies), median(rawLatencies)),
-                                  ("W5 cancel asynchronous fetch: p99", percentile99(fetchLatencies), percentile99(rawLatencies))] {
+                                  ("W5 cancel asynchronous fetch: median (B: cursor)", median(fetchLatencies), median(rawFetchLatencies)),
+                                  ("W5 cancel asynchronous fetch: p99 (B: cursor)", percentile99(fetchLatencies), percentile99(rawFetchLatencies))] {
     let row = Row(workload: "\(label) (\(cancelRuns) runs)", clientMilliseconds: client, rawMilliseconds: rawValue,
                   ratio: client / rawValue, clientPeakMiB: 0, rawPeakMiB: 0)
     report.append(row)
@@ -238,9 +267,9 @@ for (label, client, rawValue) in cancelRuns < 1 ? [] : [("cancel pg_sleep: media
 
 // Cross-coordinator merge latency (persistent history + LISTEN/NOTIFY), against a bare NOTIFY.
 if mergeRuns > 0, only.map({ "merge latency".contains($0) }) ?? true {
-    let (merge, notify) = try await measureMergeLatency(configuration: configuration, saves: mergeRuns)
-    for (label, client, rawValue) in [("merge median (B: bare NOTIFY)", median(merge), median(notify)),
-                                      ("merge p99 (B: bare NOTIFY)", percentile99(merge), percentile99(notify))] {
+    let (merge, rawMerge) = try await measureMergeLatency(configuration: configuration, saves: mergeRuns)
+    for (label, client, rawValue) in [("merge latency median (B: INSERT+NOTIFY, read)", median(merge), median(rawMerge)),
+                                      ("merge latency p99 (B: INSERT+NOTIFY, read)", percentile99(merge), percentile99(rawMerge))] {
         let row = Row(workload: "\(label) (\(mergeRuns) saves)", clientMilliseconds: client, rawMilliseconds: rawValue,
                       ratio: client / rawValue, clientPeakMiB: 0, rawPeakMiB: 0)
         report.append(row)

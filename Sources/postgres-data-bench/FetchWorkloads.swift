@@ -1,0 +1,184 @@
+import CLibPQ
+import Foundation
+import PostgresClient
+import PostgresData
+
+/// Keeps a checksum alive so that the reads computing it are not optimised away.
+final class Sink: @unchecked Sendable {
+    static let shared = Sink()
+    private(set) var value = 0
+    func add(_ checksum: Int) { value &+= checksum }
+}
+
+extension BenchItem {
+    /// Every attribute read once, as ``Item/checksum`` reads a raw row.
+    var checksum: Int {
+        Int(truncatingIfNeeded: objectID.primaryKey ?? 0) &+ name.utf8.count &+ Int(createdAt.timeIntervalSinceReferenceDate)
+            &+ (done ? 1 : 0) &+ Int(weight)
+    }
+}
+
+/// A dictionary value read once.
+func checksum(_ value: AttributeValue?) -> Int {
+    switch value {
+    case .integer(let number)?: Int(truncatingIfNeeded: number)
+    case .string(let text)?: text.utf8.count
+    case .boolean(let flag)?: flag ? 1 : 0
+    case .date(let date)?: Int(date.timeIntervalSinceReferenceDate)
+    default: 0
+    }
+}
+
+/// W2 and W3 as user-visible work: fetch every row of `items`, read every attribute of
+/// every result, and free it all — inside the timed region on both sides. The raw side
+/// selects the same columns (the row version included where PostgresData reads it) and
+/// decodes every value into a struct. Rows marked "extra" are variants that do less work
+/// (faults never read), each against a raw side that does the same less.
+func makeFetchWorkloads(container: PersistentContainer, client connection: Connection, raw: RawConnection, rows: Int) -> [Workload] {
+    let fullTable: () async throws -> Void = {
+        let count = try await connection.query("SELECT count(*) FROM items")[0].decode(Int64.self, at: 0)
+        if count != rows { try await fillItems(connection, rows: rows) }
+    }
+    /// Fetches through a fresh context, reads the results with `read`, then resets the
+    /// context: the objects are freed before the run ends.
+    func fetched<Result>(_ name: String, _ body: @escaping @Sendable (ManagedObjectContext) throws -> [Result],
+                         read: @escaping @Sendable ([Result]) -> Int, raw rawSide: @escaping () throws -> Void) -> Workload {
+        Workload(name: name, prepare: fullTable, client: {
+            let context = container.newBackgroundContext()
+            let sum = try await context.perform {
+                let results = try body(context)
+                precondition(results.count == rows)
+                let sum = read(results)
+                context.reset()
+                return sum
+            }
+            Sink.shared.add(sum)
+        }, raw: rawSide)
+    }
+    let readObjects: @Sendable ([BenchItem]) -> Int = { items in items.reduce(0) { $0 &+ $1.checksum } }
+    return [
+        fetched("W2 fetch \(rows.formatted()) objects, read every attribute", { context in
+            var request = FetchRequest<BenchItem>()
+            request.returnsObjectsAsFaults = false
+            return try context.fetch(request)
+        }, read: readObjects, raw: { try rawFetchVersionedStructs(raw, rows: rows) }),
+        fetched("W2 fetch \(rows.formatted()) as faults (default), read every attribute", { context in
+            try context.fetch(FetchRequest<BenchItem>())
+        }, read: readObjects, raw: { try rawFetchVersionedStructs(raw, rows: rows) }),
+        fetched("W2 extra: \(rows.formatted()) faults never read (B: id, xmin)", { context in
+            try context.fetch(FetchRequest<BenchItem>())
+        }, read: { $0.count }, raw: { try rawFetchKeysAndVersions(raw, rows: rows) }),
+        fetched("W2 fetch \(rows.formatted()) object IDs (B: id)", { context in
+            try context.fetch(FetchRequest<ManagedObjectID>(entityName: "BenchItem"))
+        }, read: { ids in ids.reduce(0) { $0 &+ Int(truncatingIfNeeded: $1.primaryKey ?? 0) } }, raw: { try rawFetchKeys(raw, rows: rows) }),
+        fetched("W2 fetch \(rows.formatted()) dictionaries, read every value (B: no xmin)", { context in
+            try context.fetch(FetchRequest<FetchedDictionary>(entityName: "BenchItem"))
+        }, read: { dictionaries in
+            dictionaries.reduce(0) { sum, dictionary in
+                sum &+ checksum(dictionary["name"]) &+ checksum(dictionary["createdAt"]) &+ checksum(dictionary["done"]) &+ checksum(dictionary["weight"])
+            }
+        }, raw: { try rawFetchStructs(raw, rows: rows) }),
+        Workload(name: "W3 asynchronous fetch \(rows.formatted()), batches of 10,000, read every attribute", prepare: fullTable, client: {
+            let context = container.newBackgroundContext()
+            var request = FetchRequest<BenchItem>()
+            request.fetchBatchSize = 10_000
+            let asynchronous = AsynchronousFetchRequest(fetchRequest: request)
+            let result = try await context.perform { () throws in try context.execute(asynchronous) }
+            try await result.wait()
+            let sum = await context.perform {
+                let items = result.finalResult ?? []
+                precondition(items.count == rows)
+                let sum = readObjects(items)
+                context.reset()
+                return sum
+            }
+            Sink.shared.add(sum)
+        }, raw: {
+            try rawCursorVersionedStructs(raw, rows: rows, keeping: true)
+        }),
+        Workload(name: "W3 walk \(rows.formatted()) in batches of 10,000, read and released", prepare: fullTable, client: {
+            let context = container.newBackgroundContext()
+            var request = FetchRequest<BenchItem>()
+            request.fetchBatchSize = 10_000
+            request.returnsObjectsAsFaults = false
+            let walked = Counter()
+            try await context.enumerateBatches(of: request) { items in
+                walked.add(items.count)
+                Sink.shared.add(readObjects(items))
+            }
+            precondition(walked.value == rows)
+        }, raw: {
+            try rawCursorVersionedStructs(raw, rows: rows, keeping: false)
+        }),
+    ]
+}
+
+/// Raw W2: every column and the row version in one binary result, decoded into structs,
+/// every value read, all freed.
+func rawFetchVersionedStructs(_ raw: RawConnection, rows: Int) throws {
+    let result = try raw.execBinary(selectAllWithVersions)
+    let count = PQntuples(result)
+    var items: [Item] = []
+    items.reserveCapacity(Int(count))
+    for row in 0..<count { items.append(rawVersionedItem(result, row)) }
+    PQclear(result)
+    precondition(items.count == rows)
+    Sink.shared.add(items.reduce(0) { $0 &+ $1.checksum })
+}
+
+/// Raw "faults": the same result, only the key and the version decoded, the rows kept
+/// until the end (as unfired faults keep theirs).
+func rawFetchKeysAndVersions(_ raw: RawConnection, rows: Int) throws {
+    let result = try raw.execBinary(selectAllWithVersions)
+    defer { PQclear(result) }
+    let count = PQntuples(result)
+    var keys: [(Int64, UInt32)] = []
+    keys.reserveCapacity(Int(count))
+    for row in 0..<count {
+        keys.append((Int64(bigEndian: UnsafeRawPointer(PQgetvalue(result, row, 0)).loadUnaligned(as: Int64.self)),
+                     UInt32(bigEndian: UnsafeRawPointer(PQgetvalue(result, row, 5)).loadUnaligned(as: UInt32.self))))
+    }
+    precondition(keys.count == rows)
+    Sink.shared.add(keys.count)
+}
+
+/// Raw object IDs: `SELECT id`, decoded.
+func rawFetchKeys(_ raw: RawConnection, rows: Int) throws {
+    let result = try raw.execBinary("SELECT id FROM items")
+    defer { PQclear(result) }
+    let count = PQntuples(result)
+    var keys: [Int64] = []
+    keys.reserveCapacity(Int(count))
+    for row in 0..<count { keys.append(Int64(bigEndian: UnsafeRawPointer(PQgetvalue(result, row, 0)).loadUnaligned(as: Int64.self))) }
+    precondition(keys.count == rows)
+    Sink.shared.add(keys.reduce(0) { $0 &+ Int(truncatingIfNeeded: $1) })
+}
+
+/// Raw W3: a cursor read 10,000 rows at a time with the row versions, every value decoded
+/// and read; `keeping` every struct until the end (an asynchronous fetch's final result) or
+/// releasing each batch (a batch walk).
+func rawCursorVersionedStructs(_ raw: RawConnection, rows: Int, keeping: Bool) throws {
+    try raw.exec("BEGIN READ ONLY ISOLATION LEVEL REPEATABLE READ")
+    try raw.exec("DECLARE c NO SCROLL CURSOR FOR \(selectAllWithVersions)")
+    var kept: [Item] = []
+    if keeping { kept.reserveCapacity(rows) }
+    var count = 0
+    var sum = 0
+    var batchItems: [Item] = []
+    batchItems.reserveCapacity(10_000)
+    while true {
+        let result = try raw.execBinary("FETCH FORWARD 10000 FROM c")
+        let batch = PQntuples(result)
+        for row in 0..<batch { batchItems.append(rawVersionedItem(result, row)) }
+        PQclear(result)
+        for item in batchItems { sum &+= item.checksum }
+        if keeping { kept += batchItems }
+        batchItems.removeAll(keepingCapacity: true)
+        count += Int(batch)
+        if batch < 10_000 { break }
+    }
+    try raw.exec("CLOSE c")
+    try raw.exec("COMMIT")
+    precondition(count == rows)
+    Sink.shared.add(sum &+ kept.count)
+}
