@@ -128,6 +128,49 @@ import Testing
         #expect(try await container.rawIntegers("SELECT count(*) FROM item") == [0])
     }
 
+    /// An integer too big for a 16- or 32-bit attribute is refused, naming row and key —
+    /// before, it was truncated silently on its way into COPY.
+    @Test func integersOutOfTheAttributesRangeAreRefused() async throws {
+        let container = try await makeContainer()
+        let context = container.newBackgroundContext()
+        var row = 0
+        let handler = try BatchInsertRequest(entityName: "Profile", dictionaryHandler: { object in
+            guard row < 3 else { return true }
+            object["id32"] = row == 2 ? Int(1) << 40 : row
+            row += 1
+            return false
+        })
+        let tooBig = await captureDataError { _ = try await context.execute(handler) }
+        #expect("\(tooBig!)".contains("row 2: id32 is 1099511627776, out of the range of integer32"), "\(tooBig!)")
+        let small = await captureDataError { _ = try await context.execute(try BatchInsertRequest(entityName: "Profile", objects: [["id16": 40_000]])) }
+        #expect("\(small!)".contains("row 0: id16 is 40000, out of the range of integer16"))
+        #expect(try await container.rawIntegers("SELECT count(*) FROM profile") == [0])
+    }
+
+    /// A dictionary handler whose rows supply different keys: defaults where a row leaves a
+    /// key out, and the same rows whether they go through COPY or come back as IDs.
+    @Test func aDictionaryHandlerWithRowsOfDifferentKeys() async throws {
+        let container = try await makeContainer()
+        let context = container.newBackgroundContext()
+        for wantsIDs in [false, true] {
+            var row = 0
+            var insert = try BatchInsertRequest(entityName: "Item", dictionaryHandler: { object in
+                guard row < 2_000 else { return true }
+                object["name"] = "r\(row)"
+                if row % 3 == 0 { object["weight"] = row % 1000 }
+                if row % 5 == 0 { object["notes"] = "five" }
+                row += 1
+                return false
+            })
+            if wantsIDs { insert.resultType = .objectIDs }
+            let result = try await context.execute(insert)
+            #expect(result.count == 2_000 && result.objectIDs.count == (wantsIDs ? 2_000 : 0))
+        }
+        #expect(try await container.rawIntegers("SELECT count(*) FROM item WHERE weight = 0 AND name = 'r1'") == [2])
+        #expect(try await container.rawIntegers("SELECT count(*) FROM item WHERE notes = 'five'") == [800])
+        #expect(try await container.rawIntegers("SELECT sum(weight)::int8 FROM item WHERE name = 'r999'") == [1998])
+    }
+
     @Test func conflictsFailIgnoreOrUpdateOnlyTheSuppliedKeys() async throws {
         let container = try await makeContainer()
         let context = container.newBackgroundContext()

@@ -126,6 +126,10 @@ public struct AttributeDescription: Sendable, Hashable {
         guard value.fits(attributeType) else {
             return ["holds a \(value.typeName) value where \(attributeType) is expected"]
         }
+        guard value.isInRange(of: attributeType) else {
+            let number = if case .integer(let integer) = value { "\(integer)" } else { value.typeName }
+            return ["is \(number), out of the range of \(attributeType)"]
+        }
         var problems: [String] = []
         let number: Double? = if case .date(let date) = value { date.timeIntervalSince1970 } else { value.numericValue }
         if let number {

@@ -155,6 +155,17 @@ public enum AttributeValue: Sendable, Hashable {
     }
 }
 
+extension AttributeValue {
+    /// False for an integer too big for a 16- or 32-bit attribute (it would be truncated).
+    func isInRange(of type: AttributeType) -> Bool {
+        switch (self, type) {
+        case (.integer(let integer), .integer16): Int16(exactly: integer) != nil
+        case (.integer(let integer), .integer32): Int32(exactly: integer) != nil
+        default: true
+        }
+    }
+}
+
 extension JSONEncoder {
     /// The encoder of `Codable` attributes: sorted keys, so equal values give equal JSON.
     static var attributes: JSONEncoder {
@@ -170,5 +181,29 @@ extension JSONDecoder {
         let decoder = JSONDecoder()
         decoder.dateDecodingStrategy = .iso8601
         return decoder
+    }
+}
+
+extension AttributeValue {
+    /// A value handed to a batch insert: the common Swift types by their type's identity
+    /// (no chain of failed casts per value), anything else as predicates convert it.
+    init?(batchValue value: (any Sendable)?) {
+        guard let value else {
+            self = .null
+            return
+        }
+        switch ObjectIdentifier(type(of: value)) {
+        case ObjectIdentifier(String.self): self = .string(value as! String)
+        case ObjectIdentifier(Int.self): self = .integer(Int64(value as! Int))
+        case ObjectIdentifier(Int32.self): self = .integer(Int64(value as! Int32))
+        case ObjectIdentifier(Int64.self): self = .integer(value as! Int64)
+        case ObjectIdentifier(Bool.self): self = .boolean(value as! Bool)
+        case ObjectIdentifier(Double.self): self = .double(value as! Double)
+        case ObjectIdentifier(Date.self): self = .date(value as! Date)
+        case ObjectIdentifier(UUID.self): self = .uuid(value as! UUID)
+        default:
+            guard case .constant(let converted)? = PredicateParser.value(value) else { return nil }
+            self = converted
+        }
     }
 }
