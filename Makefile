@@ -1,7 +1,7 @@
 # The two commands of the README. Each installs what is missing (scripts/bootstrap.sh) and,
 # when DATABASE_URL is not set, starts a throwaway PostgreSQL of its own.
 
-.PHONY: demo test build docs clean example example-test
+.PHONY: demo test build docs clean example example-test bench
 
 demo:
 	@scripts/bootstrap.sh
@@ -31,6 +31,14 @@ build:
 
 # Checks the DocC catalogue's links against the symbols (docc from the toolchain; a separate
 # build directory, since symbol graphs change the compiler flags).
+# The benchmark (PostgresData against raw libpq), compared with the last run recorded under
+# benchmarks/; `make bench BENCH_ARGS="--record benchmarks"` records this one.
+bench:
+	@scripts/bootstrap.sh
+	swift build -c release --product postgres-data-bench
+	.build/release/postgres-data-bench --commit "$$(git rev-parse --short HEAD 2>/dev/null || echo unknown)" \
+		--json .build/bench-latest.json --compare "$$(ls benchmarks/*.json 2>/dev/null | sort | tail -1)" $(BENCH_ARGS)
+
 docs:
 	swift build --scratch-path .build-docs --target PostgresMigrations \
 		-Xswiftc -emit-symbol-graph -Xswiftc -emit-symbol-graph-dir -Xswiftc .build-docs/symbol-graphs

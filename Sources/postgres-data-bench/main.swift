@@ -26,6 +26,9 @@ var runs = 5
 var cancelRuns = 50
 var mergeRuns = 200
 var jsonPath: String?
+var recordFolder: String?
+var comparePath: String?
+var commit = ProcessInfo.processInfo.environment["BENCH_COMMIT"] ?? "unknown"
 var only: String?
 var requestConcurrencies = [1, 8, 64, 10_000]
 var arguments = CommandLine.arguments.dropFirst().makeIterator()
@@ -36,11 +39,14 @@ while let argument = arguments.next() {
     case "--cancel-runs": cancelRuns = Int(arguments.next() ?? "") ?? cancelRuns
     case "--merge-runs": mergeRuns = Int(arguments.next() ?? "") ?? mergeRuns
     case "--json": jsonPath = arguments.next()
+    case "--record": recordFolder = arguments.next()
+    case "--compare": comparePath = arguments.next()
+    case "--commit": commit = arguments.next() ?? commit
     case "--only": only = arguments.next()
     case "--concurrency":
         requestConcurrencies = (arguments.next() ?? "").split(separator: ",").compactMap { Int($0) }.filter { $0 > 0 }
     default:
-        print("usage: postgres-data-bench [--rows N] [--runs N] [--cancel-runs N] [--merge-runs N] [--json PATH] [--only TEXT] [--concurrency 1,8,64,10000]")
+        print("usage: postgres-data-bench [--rows N] [--runs N] [--cancel-runs N] [--merge-runs N] [--json PATH] [--record FOLDER] [--compare PATH] [--commit HASH] [--only TEXT] [--concurrency 1,8,64,10000]")
         exit(argument == "--help" ? 0 : 2)
     }
 }
@@ -66,14 +72,6 @@ try await connection.execute(script: """
 let version = await connection.parameterStatus("server_version") ?? "?"
 print("postgres-data-bench: PostgreSQL \(version), \(rows.formatted()) rows, median of \(runs) runs, A/B alternating\n")
 
-struct Row: Encodable {
-    var workload: String
-    var clientMilliseconds: Double
-    var rawMilliseconds: Double
-    var ratio: Double
-    var clientPeakMiB: Int
-    var rawPeakMiB: Int
-}
 var report: [Row] = []
 
 /// glibc's malloc_trim: gives memory freed by earlier runs back to the system.
@@ -157,7 +155,7 @@ if only.map({ "request".contains($0) || $0.contains("request") }) ?? true {
         print("\(name) \(String(format: "%9d %12.0f %11.0f %6.2f× %7d/%-6d %7d/%-6d %10.0f/%-6.0f %9.1f/%-5.1f", result.concurrency, result.clientOpsPerSecond, result.rawOpsPerSecond, result.clientOpsPerSecond / result.rawOpsPerSecond, result.clientThreads, result.rawThreads, result.clientPeakMiB, result.rawPeakMiB, result.clientCPUMicroseconds, result.rawCPUMicroseconds, result.clientSwitches, result.rawSwitches))")
         report.append(Row(workload: "\(result.name) c=\(result.concurrency) (ops/s; ratio A/B)", clientMilliseconds: result.clientOpsPerSecond,
                           rawMilliseconds: result.rawOpsPerSecond, ratio: result.clientOpsPerSecond / result.rawOpsPerSecond,
-                          clientPeakMiB: result.clientPeakMiB, rawPeakMiB: result.rawPeakMiB))
+                          clientPeakMiB: result.clientPeakMiB, rawPeakMiB: result.rawPeakMiB, higherIsBetter: true))
     }
     try await fillItems(connection, rows: rows)
 }
@@ -277,10 +275,17 @@ if mergeRuns > 0, only.map({ "merge latency".contains($0) }) ?? true {
     }
 }
 
-if let jsonPath {
-    let encoder = JSONEncoder()
-    encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-    try encoder.encode(report).write(to: URL(fileURLWithPath: jsonPath))
-    print("\nwrote \(jsonPath)")
+let dayFormatter = ISO8601DateFormatter()
+dayFormatter.formatOptions = [.withFullDate]
+let record = BenchmarkRecord(date: dayFormatter.string(from: Date()), commit: commit, machine: BenchmarkRecord.machineDescription,
+                             postgres: version, rows: rows, runs: runs, results: report)
+let encoder = JSONEncoder()
+encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+for path in [jsonPath, recordFolder.map { "\($0)/\(record.date)-\(commit).json" }].compactMap({ $0 }) {
+    try encoder.encode(record).write(to: URL(fileURLWithPath: path))
+    print("\nwrote \(path)")
+}
+if let comparePath, FileManager.default.fileExists(atPath: comparePath) {
+    _ = record.compare(with: try BenchmarkRecord.read(comparePath), label: comparePath)
 }
 await connection.close()
