@@ -197,7 +197,7 @@ struct FileLint {
             report("table-rewrite", "\(first.uppercased())\(first == "vacuum" ? " FULL" : "") rewrites the table under an ACCESS EXCLUSIVE lock: reads and writes wait until it ends")
         case ("refresh", "materialized") where !has("concurrently"):
             report("table-rewrite", "REFRESH MATERIALIZED VIEW without CONCURRENTLY locks the view against reads until it is rebuilt")
-        case ("set", _) where words.contains("lock_timeout") && words.firstIndex(of: "lock_timeout")! <= 2:
+        case ("set", _) where words.prefix(3).contains("lock_timeout"):
             if statement.tokens.contains(where: { $0.kind == .number("0") || $0.kind == .string("0") || $0.kind == .string("0s") || $0.kind == .string("0ms") }) {
                 report("lock-timeout-disabled", "SET lock_timeout = 0 lets a statement wait for a lock forever, and every query queues behind it")
             }
