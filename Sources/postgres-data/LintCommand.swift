@@ -56,6 +56,7 @@ struct LintCommand: ToolCommand {
         if hasDatabase {
             let migrator = try migrator(needsFiles: files.isEmpty)
             linter.tableSizes = try await migrator.tableSizes()
+            linter.provenNotNull = try await migrator.provenNotNullColumns()
             if files.isEmpty && !all {
                 let pending = Set(try await migrator.status().filter { [.pending, .outOfOrder, .partial].contains($0.state) }.map(\.version))
                 migrations = migrations.filter { pending.contains($0.version) }

@@ -189,6 +189,30 @@ struct ToolTests {
         #expect(!lint.output.contains("0001_table.sql"))
     }
 
+    /// With a database, a pending SET NOT NULL on a column that an applied migration (or
+    /// anything else) proved free of NULL with a validated CHECK is not reported; one on
+    /// another column is.
+    @Test func lintKnowsTheValidatedNotNullChecksOfTheDatabase() async throws {
+        let fixture = try await MigrationFixture.make([
+            "0001_table.sql": """
+                -- migrate:up
+                CREATE TABLE notes (id bigint, title text, body text);
+                INSERT INTO notes SELECT g, 't', 'b' FROM generate_series(1, 1000) g;
+                ALTER TABLE notes ADD CONSTRAINT notes_title_not_null CHECK (title IS NOT NULL) NOT VALID;
+                """,
+        ])
+        #expect(try await fixture.tool(["up"]).status == 0)
+        try await fixture.connect().execute(script: "ALTER TABLE notes VALIDATE CONSTRAINT notes_title_not_null")
+        try fixture.write("0002_required.sql", """
+            -- migrate:up
+            ALTER TABLE notes ALTER COLUMN title SET NOT NULL;
+            ALTER TABLE notes ALTER COLUMN body SET NOT NULL;
+            """)
+        let lint = try await fixture.tool(["lint"])
+        #expect(!lint.output.contains("0002_required.sql:2:"), "\(lint.output)")
+        #expect(lint.output.contains("0002_required.sql:3:") && lint.output.contains("[set-not-null]"))
+    }
+
     /// `stage`: the safe SQL between two exported model schemas, printed or written as
     /// migrations that `up` applies to a populated table and that lint finds nothing in.
     @Test func stageWritesTheSafeStepsBetweenTwoModelVersions() async throws {

@@ -21,6 +21,10 @@ public struct MigrationLinter: Sendable {
     public var tableSizes: [String: TableSize]?
     /// Whether the style rules (``LintRule/Level-swift.enum/style``) run too.
     public var includesStyle: Bool
+    /// Columns (`table.column`, or `schema.table.column`) the live database already proves
+    /// free of NULL — NOT NULL, or a validated `CHECK (column IS NOT NULL)` — so that a
+    /// pending `SET NOT NULL` on them scans nothing (read by `lint --database-url`).
+    public var provenNotNull: Set<String> = []
     /// Below this size (1 MiB), a lock or a rewrite is brief: such findings are warnings.
     public static let smallTableBytes: Int64 = 1 << 20
 
@@ -35,6 +39,7 @@ public struct MigrationLinter: Sendable {
     /// Lints `migrations` in version order; tables created by earlier ones count as new.
     public func lint(_ migrations: [Migration]) throws(MigrationError) -> [LintFinding] {
         var state = LintState()
+        state.provenNotNull = provenNotNull
         var findings: [LintFinding] = []
         for migration in migrations.sorted(by: { $0.version < $1.version }) {
             var file = FileLint(linter: self, migration: migration)

@@ -137,6 +137,32 @@ extension Migrator {
         try await withConnection(role: "diff") { connection in try await wrap { try await DependentView.read(on: connection) } }
     }
 
+    /// The columns no NULL can be in — NOT NULL, or covered by a validated
+    /// `CHECK (column IS NOT NULL)` — for ``MigrationLinter/provenNotNull``: keyed
+    /// `schema.table.column`, and `table.column` for tables on the search path.
+    public func provenNotNullColumns() async throws -> Set<String> {
+        try await withConnection(role: "lint") { connection in
+            try await wrap {
+                var columns: Set<String> = []
+                for row in try await connection.query("""
+                    SELECT n.nspname::text, c.relname::text, a.attname::text, pg_table_is_visible(c.oid)
+                    FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+                    WHERE c.relkind IN ('r', 'p') AND a.attnum > 0 AND NOT a.attisdropped
+                      AND n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\\_%'
+                      AND (a.attnotnull OR EXISTS (
+                          SELECT FROM pg_constraint k WHERE k.conrelid = c.oid AND k.contype = 'c' AND k.convalidated
+                            AND k.conkey = ARRAY[a.attnum]
+                            AND regexp_replace(pg_get_constraintdef(k.oid), '[()]', '', 'g') = 'CHECK ' || quote_ident(a.attname) || ' IS NOT NULL'))
+                    """) {
+                    let (schema, table, column, visible) = try row.decode((String, String, String, Bool).self)
+                    columns.insert("\(schema).\(table).\(column)")
+                    if visible { columns.insert("\(table).\(column)") }
+                }
+                return columns
+            }
+        }
+    }
+
     /// Sizes of the live tables, for ``MigrationLinter/tableSizes``.
     public func tableSizes() async throws -> [String: TableSize] {
         try await withConnection(role: "lint") { connection in try await wrap { try await LiveSchema.tableSizes(on: connection) } }
