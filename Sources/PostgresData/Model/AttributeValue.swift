@@ -192,18 +192,19 @@ extension AttributeValue {
             self = .null
             return
         }
+        // Matched by type first, so each cast below is the one that succeeds.
         switch ObjectIdentifier(type(of: value)) {
-        case ObjectIdentifier(String.self): self = .string(value as! String)
-        case ObjectIdentifier(Int.self): self = .integer(Int64(value as! Int))
-        case ObjectIdentifier(Int32.self): self = .integer(Int64(value as! Int32))
-        case ObjectIdentifier(Int64.self): self = .integer(value as! Int64)
-        case ObjectIdentifier(Bool.self): self = .boolean(value as! Bool)
-        case ObjectIdentifier(Double.self): self = .double(value as! Double)
-        case ObjectIdentifier(Date.self): self = .date(value as! Date)
-        case ObjectIdentifier(UUID.self): self = .uuid(value as! UUID)
-        default:
-            guard case .constant(let converted)? = PredicateParser.value(value) else { return nil }
-            self = converted
+        case ObjectIdentifier(String.self): if let string = value as? String { self = .string(string); return }
+        case ObjectIdentifier(Int.self): if let integer = value as? Int { self = .integer(Int64(integer)); return }
+        case ObjectIdentifier(Int32.self): if let integer = value as? Int32 { self = .integer(Int64(integer)); return }
+        case ObjectIdentifier(Int64.self): if let integer = value as? Int64 { self = .integer(integer); return }
+        case ObjectIdentifier(Bool.self): if let flag = value as? Bool { self = .boolean(flag); return }
+        case ObjectIdentifier(Double.self): if let number = value as? Double { self = .double(number); return }
+        case ObjectIdentifier(Date.self): if let date = value as? Date { self = .date(date); return }
+        case ObjectIdentifier(UUID.self): if let uuid = value as? UUID { self = .uuid(uuid); return }
+        default: break
         }
+        guard case .constant(let converted)? = PredicateParser.value(value) else { return nil }
+        self = converted
     }
 }
