@@ -18,6 +18,11 @@ extension BenchItem {
     }
 }
 
+/// Fails the workload when it did not see every row.
+func expectRows(_ count: Int, _ rows: Int, _ what: String) throws {
+    guard count == rows else { throw BenchmarkError("\(what): \(count) rows, expected \(rows)") }
+}
+
 /// A dictionary value read once.
 func checksum(_ value: AttributeValue?) -> Int {
     switch value {
@@ -47,7 +52,7 @@ func makeFetchWorkloads(container: PersistentContainer, client connection: Conne
             let context = container.newBackgroundContext()
             let sum = try await context.perform {
                 let results = try body(context)
-                precondition(results.count == rows)
+                try expectRows(results.count, rows, name)
                 let sum = read(results)
                 context.reset()
                 return sum
@@ -85,9 +90,9 @@ func makeFetchWorkloads(container: PersistentContainer, client connection: Conne
             let asynchronous = AsynchronousFetchRequest(fetchRequest: request)
             let result = try await context.perform { () throws in try context.execute(asynchronous) }
             try await result.wait()
-            let sum = await context.perform {
+            let sum = try await context.perform {
                 let items = result.finalResult ?? []
-                precondition(items.count == rows)
+                try expectRows(items.count, rows, "W3 asynchronous fetch")
                 let sum = readObjects(items)
                 context.reset()
                 return sum
@@ -106,7 +111,7 @@ func makeFetchWorkloads(container: PersistentContainer, client connection: Conne
                 walked.add(items.count)
                 Sink.shared.add(readObjects(items))
             }
-            precondition(walked.value == rows)
+            try expectRows(walked.value, rows, "W3 walk")
         }, raw: {
             try rawCursorVersionedStructs(raw, rows: rows, keeping: false)
         }),
@@ -122,7 +127,7 @@ func rawFetchVersionedStructs(_ raw: RawConnection, rows: Int) throws {
     items.reserveCapacity(Int(count))
     for row in 0..<count { items.append(rawVersionedItem(result, row)) }
     PQclear(result)
-    precondition(items.count == rows)
+    try expectRows(items.count, rows, "raw fetch")
     Sink.shared.add(items.reduce(0) { $0 &+ $1.checksum })
 }
 
@@ -138,7 +143,7 @@ func rawFetchKeysAndVersions(_ raw: RawConnection, rows: Int) throws {
         keys.append((Int64(bigEndian: UnsafeRawPointer(PQgetvalue(result, row, 0)).loadUnaligned(as: Int64.self)),
                      UInt32(bigEndian: UnsafeRawPointer(PQgetvalue(result, row, 5)).loadUnaligned(as: UInt32.self))))
     }
-    precondition(keys.count == rows)
+    try expectRows(keys.count, rows, "raw keys and versions")
     Sink.shared.add(keys.count)
 }
 
@@ -150,7 +155,7 @@ func rawFetchKeys(_ raw: RawConnection, rows: Int) throws {
     var keys: [Int64] = []
     keys.reserveCapacity(Int(count))
     for row in 0..<count { keys.append(Int64(bigEndian: UnsafeRawPointer(PQgetvalue(result, row, 0)).loadUnaligned(as: Int64.self))) }
-    precondition(keys.count == rows)
+    try expectRows(keys.count, rows, "raw keys")
     Sink.shared.add(keys.reduce(0) { $0 &+ Int(truncatingIfNeeded: $1) })
 }
 
@@ -179,6 +184,6 @@ func rawCursorVersionedStructs(_ raw: RawConnection, rows: Int, keeping: Bool) t
     }
     try raw.exec("CLOSE c")
     try raw.exec("COMMIT")
-    precondition(count == rows)
+    try expectRows(count, rows, "raw cursor")
     Sink.shared.add(sum &+ kept.count)
 }

@@ -165,6 +165,30 @@ final class CancelClock: @unchecked Sendable {
     var requestedAt = ContinuousClock.now
     var cancel: OpaquePointer?
 }
+
+/// Sends `sql` on the raw connection, has another thread `PQcancel` it `delay` seconds
+/// later, and returns the milliseconds from that request to the statement's error.
+func rawCancelLatency(_ raw: RawConnection, sending sql: String, after delay: Double) async throws -> Double {
+    guard PQsendQuery(raw.handle, sql) == 1 else { throw BenchmarkError("raw send") }
+    let clock = CancelClock()
+    clock.cancel = PQgetCancel(raw.handle)
+    let canceller = Thread { [clock] in
+        Thread.sleep(forTimeInterval: delay)
+        clock.requestedAt = ContinuousClock.now
+        var message = [CChar](repeating: 0, count: 256)
+        _ = PQcancel(clock.cancel, &message, 256)
+    }
+    canceller.start()
+    var erroredAt: ContinuousClock.Instant?
+    while let result = PQgetResult(raw.handle) {
+        if PQresultStatus(result) == PGRES_FATAL_ERROR && erroredAt == nil { erroredAt = ContinuousClock.now }
+        PQclear(result)
+    }
+    while !canceller.isFinished { try await Task.sleep(for: .milliseconds(1)) }
+    PQfreeCancel(clock.cancel)
+    guard let erroredAt else { throw BenchmarkError("raw: \(sql) was not cancelled") }
+    return milliseconds(erroredAt - clock.requestedAt)
+}
 var clientLatencies: [Double] = []
 var rawLatencies: [Double] = []
 for _ in 0..<cancelRuns {
@@ -181,24 +205,7 @@ for _ in 0..<cancelRuns {
     let answer = try await connection.query("SELECT 42")[0].decode(Int32.self, at: 0)
     precondition(answer == 42)
 
-    guard PQsendQuery(raw.handle, "SELECT pg_sleep(10)") == 1 else { throw BenchmarkError("raw send") }
-    let clock = CancelClock()
-    clock.cancel = PQgetCancel(raw.handle)
-    let canceller = Thread { [clock] in
-        Thread.sleep(forTimeInterval: 0.2)
-        clock.requestedAt = ContinuousClock.now
-        var message = [CChar](repeating: 0, count: 256)
-        _ = PQcancel(clock.cancel, &message, 256)
-    }
-    canceller.start()
-    var erroredAt: ContinuousClock.Instant?
-    while let result = PQgetResult(raw.handle) {
-        if PQresultStatus(result) == PGRES_FATAL_ERROR && erroredAt == nil { erroredAt = ContinuousClock.now }
-        PQclear(result)
-    }
-    while !canceller.isFinished { try await Task.sleep(for: .milliseconds(1)) }
-    PQfreeCancel(clock.cancel)
-    rawLatencies.append(milliseconds(erroredAt! - clock.requestedAt))
+    rawLatencies.append(try await rawCancelLatency(raw, sending: "SELECT pg_sleep(10)", after: 0.2))
     try raw.exec("SELECT 42")
 }
 // The same for an asynchronous fetch whose statement waits on the server (the table is
@@ -227,25 +234,7 @@ var rawFetchLatencies: [Double] = []
 for _ in 0..<cancelRuns {
     try await connection.execute(script: "BEGIN; LOCK TABLE items IN ACCESS EXCLUSIVE MODE")
     try raw.exec("BEGIN READ ONLY ISOLATION LEVEL REPEATABLE READ")
-    guard PQsendQuery(raw.handle, "DECLARE c NO SCROLL CURSOR FOR \(selectAllWithVersions)") == 1 else { throw BenchmarkError("raw send") }
-    let clock = CancelClock()
-    clock.cancel = PQgetCancel(raw.handle)
-    let canceller = Thread { [clock] in
-        Thread.sleep(forTimeInterval: 0.05)
-        clock.requestedAt = ContinuousClock.now
-        var message = [CChar](repeating: 0, count: 256)
-        _ = PQcancel(clock.cancel, &message, 256)
-    }
-    canceller.start()
-    var erroredAt: ContinuousClock.Instant?
-    while let result = PQgetResult(raw.handle) {
-        if PQresultStatus(result) == PGRES_FATAL_ERROR && erroredAt == nil { erroredAt = ContinuousClock.now }
-        PQclear(result)
-    }
-    while !canceller.isFinished { try await Task.sleep(for: .milliseconds(1)) }
-    PQfreeCancel(clock.cancel)
-    guard let erroredAt else { throw BenchmarkError("raw: the cursor was not cancelled") }
-    rawFetchLatencies.append(milliseconds(erroredAt - clock.requestedAt))
+    rawFetchLatencies.append(try await rawCancelLatency(raw, sending: "DECLARE c NO SCROLL CURSOR FOR \(selectAllWithVersions)", after: 0.05))
     try raw.exec("ROLLBACK")
     try await connection.execute(script: "ROLLBACK")
 }

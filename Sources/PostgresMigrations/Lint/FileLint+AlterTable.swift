@@ -2,12 +2,7 @@ extension FileLint {
     /// One action of an `ALTER TABLE` on an existing table.
     mutating func checkAlterAction(_ action: [SQLToken], state: inout LintState) {
         let words = action.map { $0.word ?? "" }
-        func has(_ sequence: String...) -> Bool {
-            guard sequence.count <= words.count else { return false }
-            return (0...(words.count - sequence.count)).contains { start in
-                sequence.enumerated().allSatisfy { words[start + $0.offset] == $0.element }
-            }
-        }
+        func has(_ sequence: String...) -> Bool { Self.contains(sequence, in: words) }
         let column = "\"" + (action.dropFirst(["add", "alter", "drop"].contains(words.first ?? "") ? 1 : 0)
             .first { $0.name != nil && !["column", "if", "not", "exists", "constraint"].contains($0.word ?? "") }?.name ?? "?") + "\""
         let second = words.dropFirst().first ?? ""

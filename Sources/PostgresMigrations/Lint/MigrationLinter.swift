@@ -98,8 +98,13 @@ struct FileLint {
 
     var words: [String] { statement.words }
 
-    func has(_ sequence: String..., in words: [String]? = nil) -> Bool {
-        let words = words ?? self.words
+    /// True when the statement's words contain `sequence`, in a row.
+    func has(_ sequence: String...) -> Bool {
+        Self.contains(sequence, in: words)
+    }
+
+    /// True when `words` contain `sequence`, in a row.
+    static func contains(_ sequence: [String], in words: [String]) -> Bool {
         guard sequence.count <= words.count else { return false }
         return (0...(words.count - sequence.count)).contains { start in
             sequence.enumerated().allSatisfy { words[start + $0.offset] == $0.element }
