@@ -83,6 +83,15 @@ func makeFetchWorkloads(container: PersistentContainer, client connection: Conne
                 sum &+ checksum(dictionary["name"]) &+ checksum(dictionary["createdAt"]) &+ checksum(dictionary["done"]) &+ checksum(dictionary["weight"])
             }
         }, raw: { try rawFetchStructs(raw, rows: rows) }),
+        Workload(name: "W2 same-same: raw structs both sides", prepare: fullTable, client: {
+            try rawFetchVersionedStructs(raw, rows: rows)
+        }, raw: { try rawFetchVersionedStructs(raw, rows: rows) }),
+        Workload(name: "W2 x: class instances, no map", prepare: fullTable, client: {
+            try rawFetchIdentityMapped(raw, rows: rows, map: false)
+        }, raw: { try rawFetchVersionedStructs(raw, rows: rows) }),
+        Workload(name: "W2 floor: raw, one class instance per row in a key map (B: structs)", prepare: fullTable, client: {
+            try rawFetchIdentityMapped(raw, rows: rows)
+        }, raw: { try rawFetchVersionedStructs(raw, rows: rows) }),
         Workload(name: "W3 asynchronous fetch \(rows.formatted()), batches of 10,000, read every attribute", prepare: fullTable, client: {
             let context = container.newBackgroundContext()
             var request = FetchRequest<BenchItem>()
@@ -129,6 +138,58 @@ func rawFetchVersionedStructs(_ raw: RawConnection, rows: Int) throws {
     PQclear(result)
     try expectRows(items.count, rows, "raw fetch")
     Sink.shared.add(items.reduce(0) { $0 &+ $1.checksum })
+}
+
+/// One object per row, as any identity-mapped object graph holds it.
+final class MappedItem {
+    var item: Item
+    init(_ item: Item) { self.item = item }
+}
+
+/// The leanest map from key to object: linear probing over the objects themselves, at most
+/// three quarters full, each probe comparing the object's own key.
+struct KeyMap {
+    private var slots: [MappedItem?]
+    private let mask: Int
+
+    init(capacity: Int) {
+        var size = 1
+        while size < capacity + capacity / 3 + 1 { size <<= 1 }
+        slots = Array(repeating: nil, count: size)
+        mask = size - 1
+    }
+
+    /// Inserts `object` unless one with its key is there; returns the one kept.
+    @discardableResult
+    mutating func insert(_ object: MappedItem) -> MappedItem {
+        var index = Int(truncatingIfNeeded: UInt64(bitPattern: object.item.id) &* 0x9E37_79B9_7F4A_7C15 >> 32) & mask
+        while let existing = slots[index] {
+            if existing.item.id == object.item.id { return existing }
+            index = (index + 1) & mask
+        }
+        slots[index] = object
+        return object
+    }
+}
+
+/// The least an object graph with uniquing does beyond ``rawFetchVersionedStructs(_:rows:)``:
+/// each row a class instance, found again by its key in a map; every value read, all freed.
+func rawFetchIdentityMapped(_ raw: RawConnection, rows: Int, map useMap: Bool = true) throws {
+    let result = try raw.execBinary(selectAllWithVersions)
+    let count = PQntuples(result)
+    var objects: [MappedItem] = []
+    objects.reserveCapacity(Int(count))
+    var map = KeyMap(capacity: Int(count))
+    for row in 0..<count {
+        let object = MappedItem(rawVersionedItem(result, row))
+        if useMap { map.insert(object) }
+        objects.append(object)
+    }
+    PQclear(result)
+    try expectRows(objects.count, rows, "raw identity-mapped fetch")
+    Sink.shared.add(objects.reduce(0) { $0 &+ $1.item.checksum })
+    objects.removeAll()
+    _ = map
 }
 
 /// Raw "faults": the same result, only the key and the version decoded, the rows kept

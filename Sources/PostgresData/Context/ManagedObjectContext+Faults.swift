@@ -174,11 +174,13 @@ extension ManagedObjectContext {
     }
 
     /// Gives a fault the values of `row` (decoded, if it was kept encoded); the decoded row
-    /// enters the row cache.
+    /// enters the row cache, unless it is the row the fault kept (a fault of an asynchronous
+    /// fetch): the object keeps it to itself, as the fault did, and a million fired faults
+    /// cost no million cache entries.
     func fill(_ object: ManagedObject, snapshot row: RowSnapshot) {
         let snapshot = row.decoded()
         object.fill(with: snapshot)
-        if parent == nil && !object.holdsCacheReference && !readsOutsideRowCache {
+        if parent == nil && !object.holdsCacheReference && !readsOutsideRowCache && !row.isEncoded {
             persistentStoreCoordinator.retainCachedRows(CollectionOfOne((object.objectID, snapshot)))
             object.holdsCacheReference = true
         }

@@ -15,6 +15,10 @@ final class EncodedRows: Sendable {
     /// The rows' primary keys and versions, in the result's order.
     let keys: [Int64]
     private let versions: [UInt32]
+    /// The rows decoded so far, ``SnapshotDecoder/chunkRows`` at a time, the first time one
+    /// of a chunk's rows is asked for: the faults of a chunk then share one array of values,
+    /// as the objects of an ordinary fetch do.
+    private let chunks: Locked<[DecodedRows?]>
 
     /// Reads the keys and versions of `result`; nil when a column could fail to decode.
     init?(_ result: QueryResult, decoder: SnapshotDecoder, reader: RowCache.Reader) throws {
@@ -33,6 +37,7 @@ final class EncodedRows: Sendable {
         }
         self.keys = keys
         self.versions = versions
+        self.chunks = Locked(Array(repeating: nil, count: (keys.count + SnapshotDecoder.chunkRows - 1) / SnapshotDecoder.chunkRows))
     }
 
     var count: Int { keys.count }
@@ -42,9 +47,26 @@ final class EncodedRows: Sendable {
         RowSnapshot(row: index, of: self, version: versions[index])
     }
 
-    func values(at row: Int) -> [AttributeValue] {
+    /// The snapshot of row `index`, decoded: a row of its chunk's ``DecodedRows``.
+    func decodedSnapshot(at index: Int) -> RowSnapshot {
+        let chunk = index / SnapshotDecoder.chunkRows
+        let start = chunk * SnapshotDecoder.chunkRows
+        let rows = chunks.withLock { chunks in
+            if let rows = chunks[chunk] { return rows }
+            let rows = decode(start..<min(count, start + SnapshotDecoder.chunkRows))
+            chunks[chunk] = rows
+            return rows
+        }
+        return RowSnapshot(row: index - start, of: rows, version: versions[index])
+    }
+
+    func values(at row: Int) -> PropertyValues {
+        decodedSnapshot(at: row).values
+    }
+
+    private func decode(_ rows: Range<Int>) -> DecodedRows {
         do {
-            return try decoder.values(of: result[row])
+            return try decoder.values(of: result, rows: rows)
         } catch {
             preconditionFailure("a row kept encoded could not be decoded: \(error)")
         }

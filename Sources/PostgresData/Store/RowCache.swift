@@ -10,7 +10,8 @@ import PostgresClient
 /// of keys.
 ///
 /// Faults of an asynchronous fetch do not enter it: each keeps its row, still encoded, to
-/// itself (``ManagedObject/pendingRow``), which spares a million inserts. For them the cache
+/// itself (``ManagedObject/pendingRow``), and keeps it to itself once filled, which spares a
+/// million inserts (and a million removals when the context lets go of them). For them the cache
 /// remembers what changed while their fetch lives (a ``Reader``): a row saved, merged or
 /// found changed since the fetch began is kept, even when no context holds it any more, so
 /// that such a fault fires with the newer row, as it would from the cache
@@ -203,7 +204,7 @@ final class RowCache: Sendable {
     }
 
     func row(for id: ManagedObjectID, pending: RowSnapshot, oldest: UInt32? = nil) -> FaultRow {
-        rows(for: CollectionOfOne((id, pending)), oldest: oldest)[0]
+        state.withLock { state in Self.row(for: id, pending: pending, oldest: oldest, in: state) }
     }
 
     /// ``row(for:pending:oldest:)`` for many faults, in one lock. With `oldest`, rows the
@@ -211,18 +212,20 @@ final class RowCache: Sendable {
     /// cache's) are `.changed`: read again.
     func rows(for faults: some Collection<(ManagedObjectID, RowSnapshot)>, oldest: UInt32? = nil) -> [FaultRow] {
         state.withLock { state in
-            faults.map { id, pending in
-                guard let key = id.primaryKey, let reader = pending.reader,
-                      state.entries.indices.contains(id.entity.modelIndex),
-                      let entry = state.entries[id.entity.modelIndex][Key(key)],
-                      entry.generation > reader.generation else {
-                    if let oldest, (pending.reader?.stamp ?? 0) < oldest { return .changed }
-                    return .own
-                }
-                guard let snapshot = entry.snapshot, entry.stamp >= oldest ?? 0 else { return .changed }
-                return .newer(snapshot)
-            }
+            faults.map { id, pending in Self.row(for: id, pending: pending, oldest: oldest, in: state) }
         }
+    }
+
+    private static func row(for id: ManagedObjectID, pending: RowSnapshot, oldest: UInt32?, in state: State) -> FaultRow {
+        guard let key = id.primaryKey, let reader = pending.reader,
+              state.entries.indices.contains(id.entity.modelIndex),
+              let entry = state.entries[id.entity.modelIndex][Key(key)],
+              entry.generation > reader.generation else {
+            if let oldest, (pending.reader?.stamp ?? 0) < oldest { return .changed }
+            return .own
+        }
+        guard let snapshot = entry.snapshot, entry.stamp >= oldest ?? 0 else { return .changed }
+        return .newer(snapshot)
     }
 
     /// The cached snapshots of `ids` (nil where there is none, or where the database gave it

@@ -5,9 +5,10 @@
 /// saved one has an array of its own.
 ///
 /// A row fetched for a fault of an asynchronous fetch stays *encoded*: libpq's binary bytes
-/// in the result it came in (``EncodedRows``), decoded when the fault fires — a fetch of a
-/// million faults then decodes only keys and versions, as Core Data's row cache keeps
-/// SQLite's rows until asked. Objects always hold decoded snapshots (``decoded()``).
+/// in the result it came in (``EncodedRows``), decoded with its chunk of rows when the first
+/// fault of the chunk fires — a fetch of a million faults then decodes only keys and
+/// versions, as Core Data's row cache keeps SQLite's rows until asked. Objects always hold
+/// decoded snapshots (``decoded()``).
 struct RowSnapshot: Sendable {
     // One reference, the enum's tag in its spare bits: 16 bytes with the row number and the
     // version, in every object and row-cache entry (a million of each for a large fetch).
@@ -51,7 +52,7 @@ struct RowSnapshot: Sendable {
         switch storage {
         case .decoded(let values): PropertyValues(values)
         case .shared(let rows): rows.values(at: Int(row))
-        case .encoded(let rows): PropertyValues(rows.values(at: Int(row)))
+        case .encoded(let rows): rows.values(at: Int(row))
         }
     }
 
@@ -71,8 +72,8 @@ struct RowSnapshot: Sendable {
         if case .encoded(let rows) = storage { rows.reader } else { nil }
     }
 
-    /// The same row with its values decoded.
+    /// The same row with its values decoded (shared with the rows decoded with it).
     func decoded() -> RowSnapshot {
-        isEncoded ? RowSnapshot(values: values, version: version) : self
+        if case .encoded(let rows) = storage { rows.decodedSnapshot(at: Int(row)) } else { self }
     }
 }

@@ -56,27 +56,33 @@ struct SnapshotDecoder: Sendable {
             let end = min(range.upperBound, start + Self.chunkRows)
             var identities: [(Int64, UInt32)] = []
             identities.reserveCapacity(end - start)
-            let values = try [AttributeValue](unsafeUninitializedCapacity: (end - start) * propertyCount) { buffer, count in
-                // Properties without a column (to-many relationships) hold NULL.
-                buffer.initialize(repeating: .null)
-                count = buffer.count
-                var offset = 0
-                for index in start..<end {
-                    let row = result[index]
-                    identities.append(try identity(of: row))
-                    for position in 0..<columns.count {
-                        buffer[offset + indices[position]] = try columns[position].value(row)
-                    }
-                    offset += propertyCount
-                }
-            }
-            let decoded = DecodedRows(values: values, width: propertyCount)
+            let decoded = try values(of: result, rows: start..<end) { row in identities.append(try identity(of: row)) }
             for (row, (key, version)) in identities.enumerated() {
                 rows.append((key, RowSnapshot(row: row, of: decoded, version: version)))
             }
             start = end
         }
         return rows
+    }
+
+    /// The values of the rows `range` of `result` in one shared array, each row given to
+    /// `each` as it is decoded. Only for a result this decoder decodes column by column.
+    func values(of result: QueryResult, rows range: Range<Int>, each: (Row) throws -> Void = { _ in }) throws -> DecodedRows {
+        let values = try [AttributeValue](unsafeUninitializedCapacity: range.count * propertyCount) { buffer, count in
+            // Properties without a column (to-many relationships) hold NULL.
+            buffer.initialize(repeating: .null)
+            count = buffer.count
+            var offset = 0
+            for index in range {
+                let row = result[index]
+                try each(row)
+                for position in 0..<columns.count {
+                    buffer[offset + indices[position]] = try columns[position].value(row)
+                }
+                offset += propertyCount
+            }
+        }
+        return DecodedRows(values: values, width: propertyCount)
     }
 
     func decode(_ row: Row) throws -> (Int64, RowSnapshot) {
