@@ -1,6 +1,6 @@
 import Foundation
 import PostgresClient
-import PostgresData
+@testable import PostgresData
 import PostgresDataTesting
 import Testing
 
@@ -118,6 +118,44 @@ import Testing
         try await fetched.wait()
         let profile = await context.perform { fetched.finalResult?.first.map { "\($0.price) \($0.homepage?.absoluteString ?? "")" } }
         #expect(profile == "12.34 https://example.com/a")
+    }
+
+    /// Fired faults of an asynchronous fetch keep their rows to themselves (nothing enters the
+    /// row cache), read their values across the chunks their rows are decoded in, and save
+    /// against the version they were fetched with: a row changed since is a merge conflict,
+    /// and nothing of the save is written.
+    @Test func firedFaultsKeepTheirRowsAndTheirVersions() async throws {
+        let container = try await makeContainer()
+        try await seed(container, count: 1_000)
+        let coordinator = container.persistentStoreCoordinator
+        let context = container.newBackgroundContext()
+        let request = AsynchronousFetchRequest(fetchRequest: sortedByCreation())
+        let result = try await context.perform { () throws in try context.execute(request) }
+        try await result.wait()
+        let read = await context.perform { result.finalResult?.map { "\($0.name) \($0.weight)" } ?? [] }
+        #expect(read == (1...1_000).map { "Item \($0) \($0 % 1000)" })
+        #expect(coordinator.cachedRowCount == 0)
+
+        try await container.rawExecute("UPDATE item SET weight = 999 WHERE name = 'Item 300'")
+        let outcome = await context.perform { () -> (error: PostgresDataError?, id: ManagedObjectID?) in
+            guard let items = result.finalResult, items.count == 1_000 else { return (nil, nil) }
+            items[299].weight = 1
+            items[300].weight = 2
+            do {
+                try context.save()
+                return (nil, items[299].objectID)
+            } catch {
+                return (error as? PostgresDataError, items[299].objectID)
+            }
+        }
+        guard case .mergeConflict(let conflicts)? = outcome.error else {
+            Issue.record("expected a merge conflict, got \(String(describing: outcome.error))")
+            return
+        }
+        #expect(conflicts.map(\.objectID) == [outcome.id])
+        #expect(conflicts.first?.databaseValues?["weight"] == .integer(999))
+        let weights = try await container.rawIntegers("SELECT weight::int8 FROM item WHERE name IN ('Item 300', 'Item 301') ORDER BY name")
+        #expect(weights == [999, 301])
     }
 
     /// A change known only by its ID (another process's, merged from history; a batch
