@@ -202,21 +202,42 @@ final class IdentityMap {
         }
     }
 
+    /// Gives registered objects new IDs (`change` sets them), keeping them registered. Many
+    /// at once (a save's inserted objects taking their keys) cost one pass over the table
+    /// rather than a removal and an insertion each.
+    func rekey(_ objects: [ManagedObject], _ change: (ManagedObject) -> Void) {
+        guard objects.count >= 64, objects.count * 4 >= count else {
+            for object in objects {
+                remove(object.objectID)
+                change(object)
+                insert(object)
+            }
+            return
+        }
+        for object in objects { change(object) }
+        rebuild(size: mask + 1)
+    }
+
     private func grow(to wanted: Int) {
         var size = 8
         while size / 4 * 3 < wanted { size *= 2 }
-        let grown = UnsafeMutablePointer<UInt>.allocate(capacity: size)
-        grown.initialize(repeating: 0, count: size)
+        rebuild(size: size)
+    }
+
+    /// Places every entry again, under its object's current ID, in a table of `size` slots.
+    private func rebuild(size: Int) {
+        let rebuilt = UnsafeMutablePointer<UInt>.allocate(capacity: size)
+        rebuilt.initialize(repeating: 0, count: size)
         if let slots {
             for index in 0...mask where slots[index] != 0 {
                 let hash = Self.unmanaged(slots[index]).takeUnretainedValue().objectID._rawHashValue(seed: seed)
                 var target = hash & (size - 1)
-                while grown[target] != 0 { target = (target + 1) & (size - 1) }
-                grown[target] = slots[index]
+                while rebuilt[target] != 0 { target = (target + 1) & (size - 1) }
+                rebuilt[target] = slots[index] & ~7 | Self.tag(hash)
             }
             slots.deallocate()
         }
-        slots = grown
+        slots = rebuilt
         mask = size - 1
     }
 

@@ -337,11 +337,11 @@ extension ManagedObjectContext {
                 }
             }
         }
-        for object in objects where object.allocatedKey != 0 {
-            registered.remove(object.objectID)
+        registered.rekey(objects.filter { $0.allocatedKey != 0 }) { object in
+            // (An object listed twice takes its key once.)
+            guard object.allocatedKey != 0 else { return }
             object.objectID = ManagedObjectID(entity: object.entity, primaryKey: object.allocatedKey)
             object.allocatedKey = 0
-            registered.insert(object)
         }
     }
 }
