@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import OrderedCollections
 import PostgresClient
+import Synchronization
 import Tracing
 
 /// A scratchpad of managed objects: fetches them, tracks their changes, and saves those
@@ -56,7 +57,6 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
         var mergePolicy: MergePolicy = .error
         var shouldDeleteInaccessibleFaults = true
         var propagatesDeletesAtEndOfEvent = true
-        var stalenessInterval: Double = -1
         var retainsRegisteredObjects = false
         var automaticallyMergesChangesFromParent = false
         var transactionAuthor: String?
@@ -68,6 +68,8 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     }
 
     let settings = Locked(Settings())
+    /// ``stalenessInterval``'s bits, read without a lock by every fault that fills.
+    private let stalenessBits = Atomic<UInt64>((-1.0).bitPattern)
 
     // Confined to `queue`.
     let registered = IdentityMap()
@@ -181,8 +183,8 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     ///
     /// Core Data equivalent: the property of the same name (in seconds, negative by default).
     public var stalenessInterval: Double {
-        get { settings.withLock { $0.stalenessInterval } }
-        set { settings.withLock { $0.stalenessInterval = newValue } }
+        get { Double(bitPattern: stalenessBits.load(ordering: .relaxed)) }
+        set { stalenessBits.store(newValue.bitPattern, ordering: .relaxed) }
     }
 
     /// When false (the default, as in Core Data), the context holds its unchanged objects only
