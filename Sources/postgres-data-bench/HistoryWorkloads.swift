@@ -17,16 +17,8 @@ func makeHistoryWorkloads(plain: PersistentContainer, tracked: PersistentContain
     let trackedFetched = FetchedObjects()
     let prepareUpdates: () async throws -> Void = {
         try await fillItems(connection, rows: updates)
-        for (container, fetched) in [(plain, plainFetched), (tracked, trackedFetched)] {
-            let context = container.newBackgroundContext()
-            try await context.perform {
-                var request = FetchRequest<BenchItem>()
-                request.returnsObjectsAsFaults = false
-                let count = try context.fetch(request).count
-                precondition(count == updates)
-            }
-            fetched.context = context
-        }
+        try await plainFetched.fetch(updates, from: plain)
+        try await trackedFetched.fetch(updates, from: tracked)
     }
     return [
         Workload(name: "H W1 save \(inserts.formatted()): history on/off", prepare: resetEmpty, client: {
@@ -35,9 +27,9 @@ func makeHistoryWorkloads(plain: PersistentContainer, tracked: PersistentContain
             try BlockingWait.run { try await saveNewItems(plain, count: inserts) }
         }),
         Workload(name: "H W6 save \(updates.formatted()): history on/off", prepare: prepareUpdates, client: {
-            try await saveUpdatedItems(trackedFetched.context!)
+            try await saveUpdatedItems(trackedFetched)
         }, raw: {
-            try BlockingWait.run { try await saveUpdatedItems(plainFetched.context!) }
+            try BlockingWait.run { try await saveUpdatedItems(plainFetched) }
         }),
     ]
 }

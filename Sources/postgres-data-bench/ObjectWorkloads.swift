@@ -19,9 +19,27 @@ final class Counter: @unchecked Sendable {
 /// Objects fetched untimed before a measured save.
 final class FetchedObjects: @unchecked Sendable {
     var context: ManagedObjectContext?
+    /// W6's input: the fetched objects, holding their values (used on their context's queue).
+    var items: [BenchItem] = []
     /// W6's raw input: the keys and versions of the same rows.
     var keys: [Int64] = []
     var versions: [UInt32] = []
+
+    /// Fetches `count` items with their values into a new context, untimed: held in an
+    /// array, as the raw side holds its keys and versions, so that the measured block changes
+    /// the objects and saves, nothing else.
+    func fetch(_ count: Int, from container: PersistentContainer) async throws {
+        let context = container.newBackgroundContext()
+        // Read and written on the context's queue only.
+        try await context.perform {
+            var request = FetchRequest<BenchItem>()
+            request.fetchLimit = count
+            request.returnsObjectsAsFaults = false
+            self.items = try context.fetch(request)
+        }
+        try expectRows(items.count, count, "W6 input")
+        self.context = context
+    }
 }
 
 /// The object-graph workloads: W1 (save inserted objects), W2 (fetch objects, faults, IDs,
@@ -36,16 +54,7 @@ func makeObjectWorkloads(container: PersistentContainer, client connection: Conn
     let fetched = FetchedObjects()
     let prepareUpdates: () async throws -> Void = {
         try await fillItems(connection, rows: updates)
-        let context = container.newBackgroundContext()
-        // The fetched objects are W6's input: they stay registered until it reads them.
-        context.retainsRegisteredObjects = true
-        try await context.perform {
-            var request = FetchRequest<BenchItem>()
-            request.fetchLimit = updates
-            let count = try context.fetch(request).count
-            precondition(count == updates)
-        }
-        fetched.context = context
+        try await fetched.fetch(updates, from: container)
         // The raw side's input: the same rows' keys and versions, read untimed too.
         let rows = try await connection.query("SELECT id, xmin FROM items ORDER BY id")
         fetched.keys = try rows.map { try $0.decode(Int64.self, at: 0) }
@@ -53,6 +62,7 @@ func makeObjectWorkloads(container: PersistentContainer, client connection: Conn
     }
     let fullTable: () async throws -> Void = {
         fetched.context = nil
+        fetched.items = []
         let count = try await connection.query("SELECT count(*) FROM items")[0].decode(Int64.self, at: 0)
         if count != rows { try await fillItems(connection, rows: rows) }
     }
@@ -120,12 +130,12 @@ func makeObjectWorkloads(container: PersistentContainer, client connection: Conn
             try rawMultiRowInsert(raw, rows: inserts)
         }),
         Workload(name: "W6 save \(updates.formatted()) updated objects (B: set-based)", prepare: prepareUpdates, client: {
-            try await saveUpdatedItems(fetched.context!)
+            try await saveUpdatedItems(fetched)
         }, raw: {
             try rawSetBasedUpdate(raw, keys: fetched.keys, versions: fetched.versions)
         }),
         Workload(name: "W6 extra: the same save (B: pipelined per row)", prepare: prepareUpdates, client: {
-            try await saveUpdatedItems(fetched.context!)
+            try await saveUpdatedItems(fetched)
         }, raw: {
             try rawPipelinedUpdates(raw, ids: fetched.keys)
         }),
@@ -147,12 +157,12 @@ func saveNewItems(_ container: PersistentContainer, count: Int) async throws {
     }
 }
 
-/// W6's client side: every item registered in `context` gets a new weight, saved at once.
-func saveUpdatedItems(_ context: ManagedObjectContext) async throws {
+/// W6's client side: every fetched item gets a new weight, saved at once.
+func saveUpdatedItems(_ fetched: FetchedObjects) async throws {
+    guard let context = fetched.context else { throw BenchmarkError("W6: no fetched objects") }
     try await context.perform {
-        for object in context.registeredObjects {
-            let item = object as! BenchItem
-            item.weight = Int32(item.objectID.primaryKey! % 1000 + 1)
+        for item in fetched.items {
+            item.weight = Int32((item.objectID.primaryKey ?? 0) % 1000 + 1)
         }
         try context.save()
     }

@@ -112,11 +112,12 @@ final class RowCache: Sendable {
             guard let key = id.primaryKey else { return }
             let index = id.entity.modelIndex
             let generation = next()
-            if entries.indices.contains(index), entries[index][Key(key)] != nil {
-                entries[index][Key(key)]!.snapshot = snapshot
-                entries[index][Key(key)]!.generation = generation
-                entries[index][Key(key)]!.stamp = stamp
-                if isReading { entries[index][Key(key)]!.changedWhileReading = true }
+            if entries.indices.contains(index), let position = entries[index].index(forKey: Key(key)) {
+                // One hash lookup: the entry is changed at its position.
+                entries[index].values[position].snapshot = snapshot
+                entries[index].values[position].generation = generation
+                entries[index].values[position].stamp = stamp
+                if isReading { entries[index].values[position].changedWhileReading = true }
             } else if isReading {
                 entries[table(index)][Key(key)] = Entry(snapshot: snapshot, references: 0, changedWhileReading: true,
                                                         generation: generation, stamp: stamp)
@@ -285,14 +286,16 @@ final class RowCache: Sendable {
             for id in ids {
                 guard let key = id.primaryKey, state.entries.indices.contains(id.entity.modelIndex) else { continue }
                 let index = id.entity.modelIndex
-                guard let entry = state.entries[index][Key(key)] else { continue }
+                // One hash lookup per row: the entry is changed or removed at its position.
+                guard let position = state.entries[index].index(forKey: Key(key)) else { continue }
+                let entry = state.entries[index].values[position]
                 if entry.references > 1 {
-                    state.entries[index][Key(key)]!.references -= 1
+                    state.entries[index].values[position].references -= 1
                 } else if entry.changedWhileReading && entry.generation > oldest {
-                    state.entries[index][Key(key)]!.references = 0
+                    state.entries[index].values[position].references = 0
                     state.kept.insert(KeptEntry(entity: index, key: Key(key)))
                 } else {
-                    state.entries[index][Key(key)] = nil
+                    state.entries[index].remove(at: position)
                 }
             }
         }
@@ -307,8 +310,8 @@ final class RowCache: Sendable {
                 guard let key = id.primaryKey else { continue }
                 let index = id.entity.modelIndex
                 if !state.isReading, state.entries.indices.contains(index),
-                   state.entries[index][Key(key)]?.references == 0 {
-                    state.entries[index][Key(key)] = nil
+                   let position = state.entries[index].index(forKey: Key(key)), state.entries[index].values[position].references == 0 {
+                    state.entries[index].remove(at: position)
                 } else {
                     // References stay counted: the objects holding them give them back later.
                     state.change(id, to: nil, stamp: 0)
