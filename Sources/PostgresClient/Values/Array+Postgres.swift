@@ -3,9 +3,14 @@
 extension Array: PostgresEncodable where Element: PostgresArrayElement {
     public static var postgresType: PostgresType { Element.postgresArrayType }
 
+    // The arrays a save binds (keys, row versions) are written without a dynamic call per element.
+    @_specialize(where Element == Int64)
+    @_specialize(where Element == TransactionID)
+    @_specialize(where Element == Int32)
+    @_specialize(where Element == String)
     public func encode(into buffer: inout PostgresBuffer) throws {
         buffer.writeInteger(Int32(isEmpty ? 0 : 1))  // dimensions
-        buffer.writeInteger(Int32(contains(where: \.isPostgresNull) ? 1 : 0))
+        buffer.writeInteger(Int32(contains { $0.isPostgresNull } ? 1 : 0))
         buffer.writeInteger(Element.postgresType.oid)
         if isEmpty { return }
         buffer.writeInteger(Int32(count))

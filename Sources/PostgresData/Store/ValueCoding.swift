@@ -58,7 +58,7 @@ enum ValueCoding {
     static func appendArray(_ values: [AttributeValue], of type: AttributeType, to bindings: inout PostgresBindings) throws {
         try bindings.append(type: type.postgresArrayType) { buffer in
             buffer.writeInteger(Int32(1))
-            buffer.writeInteger(Int32(values.contains(where: \.isNull) ? 1 : 0))
+            buffer.writeInteger(Int32(values.contains { $0.isNull } ? 1 : 0))
             buffer.writeInteger(type.postgresType.oid)
             buffer.writeInteger(Int32(values.count))
             buffer.writeInteger(Int32(1))
