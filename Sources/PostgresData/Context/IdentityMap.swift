@@ -154,11 +154,14 @@ final class IdentityMap {
         return removed
     }
 
-    /// Removes every object.
-    func removeAll() {
+    /// Removes every object, each given to `leaving` first (it must not change the map): one
+    /// pass, each object read once.
+    func removeAll(_ leaving: (ManagedObject) -> Void = { _ in }) {
         guard let slots, count > 0 else { return }
         for index in 0...mask where slots[index] != 0 {
-            Self.unmanaged(slots[index]).release()
+            let object = Self.unmanaged(slots[index])
+            leaving(object.takeUnretainedValue())
+            object.release()
             slots[index] = 0
         }
         count = 0

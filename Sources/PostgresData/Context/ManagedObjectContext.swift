@@ -265,7 +265,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     /// references are given back in one lock.
     func unregisterAll() {
         var ids: [ManagedObjectID] = []
-        registered.forEach { object in
+        registered.removeAll { object in
             object.contextStorage = nil
             if object.isFaultStorage { object.pendingRow = nil }
             if object.holdsCacheReference {
@@ -273,7 +273,6 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
                 object.holdsCacheReference = false
             }
         }
-        registered.removeAll()
         if !ids.isEmpty { persistentStoreCoordinator.releaseCachedRows(ids) }
     }
 }
