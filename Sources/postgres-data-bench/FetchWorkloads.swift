@@ -51,10 +51,15 @@ func makeFetchWorkloads(container: PersistentContainer, client connection: Conne
         Workload(name: name, prepare: fullTable, client: {
             let context = container.newBackgroundContext()
             let sum = try await context.perform {
+                let t0 = ContinuousClock.now
                 let results = try body(context)
+                let t1 = ContinuousClock.now
                 try expectRows(results.count, rows, name)
                 let sum = read(results)
+                let t2 = ContinuousClock.now
                 context.reset()
+                let t3 = ContinuousClock.now
+                if ProcessInfo.processInfo.environment["PHASES"] != nil { print("fetch \(t1 - t0) read \(t2 - t1) reset \(t3 - t2)") }
                 return sum
             }
             Sink.shared.add(sum)
@@ -130,14 +135,22 @@ func makeFetchWorkloads(container: PersistentContainer, client connection: Conne
 /// Raw W2: every column and the row version in one binary result, decoded into structs,
 /// every value read, all freed.
 func rawFetchVersionedStructs(_ raw: RawConnection, rows: Int) throws {
+    let t0 = ContinuousClock.now
     let result = try raw.execBinary(selectAllWithVersions)
+    let t1 = ContinuousClock.now
     let count = PQntuples(result)
     var items: [Item] = []
     items.reserveCapacity(Int(count))
     for row in 0..<count { items.append(rawVersionedItem(result, row)) }
+    let t2 = ContinuousClock.now
     PQclear(result)
+    let t3 = ContinuousClock.now
     try expectRows(items.count, rows, "raw fetch")
     Sink.shared.add(items.reduce(0) { $0 &+ $1.checksum })
+    let t4 = ContinuousClock.now
+    items = []
+    let t5 = ContinuousClock.now
+    if ProcessInfo.processInfo.environment["PHASES"] != nil { print("raw exec \(t1 - t0) decode \(t2 - t1) clear \(t3 - t2) read \(t4 - t3) free \(t5 - t4)") }
 }
 
 /// One object per row, as any identity-mapped object graph holds it.

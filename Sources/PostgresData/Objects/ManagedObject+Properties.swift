@@ -142,7 +142,7 @@ extension ManagedObject {
             // A property a partial fetch did not read: the whole row first.
             willAccessValues()
         }
-        return values[index]
+        return currentValue(at: index)
     }
 
     /// Sets a stored value and records the change with the context.

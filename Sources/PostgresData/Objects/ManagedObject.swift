@@ -150,6 +150,14 @@ open class ManagedObject: Hashable, CustomStringConvertible {
         }
     }
 
+    /// The current value of property `index`, read where it is kept (the snapshot's shared
+    /// row, or the object's own values) without making a ``PropertyValues`` of them.
+    @inline(__always)
+    func currentValue(at index: Int) -> AttributeValue {
+        if valuesInSnapshot, let rowStorage { return rowStorage.value(at: index) }
+        return ownValues[index]
+    }
+
     /// Gives the object its own copy of the values it reads through its snapshot, if it does.
     private func takeValuesFromSnapshot() {
         guard valuesInSnapshot, let rowStorage else { return }

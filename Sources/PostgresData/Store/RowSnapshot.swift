@@ -56,6 +56,16 @@ struct RowSnapshot: Sendable {
         }
     }
 
+    /// The value of property `index`.
+    @inline(__always)
+    func value(at index: Int) -> AttributeValue {
+        switch storage {
+        case .decoded(let values): values[index]
+        case .shared(let rows): rows.values[Int(row) * rows.width + index]
+        case .encoded(let rows): rows.values(at: Int(row))[index]
+        }
+    }
+
     /// True for a row of ``DecodedRows``: an object filled with it reads its values here
     /// until it changes one.
     var isShared: Bool {
