@@ -27,12 +27,12 @@ extension ManagedObjectContext {
             object.objectID = .temporary(for: own)
         }
         if object.objectID.isUnassigned { object.objectID = .temporary(for: object.entity) }
-        guard registered[object.objectID] == nil else { return }
+        // One probe: registered here unless an object with its ID is.
+        guard registered.insert(object).inserted else { return }
         if object.values.isEmpty { object.values = PropertyValues(object.entity.placeholderValues) }
         object.isFaultStorage = false
         object.managedObjectContext = self
         object.isInsertedStorage = true
-        registered.insert(object)
         insertedSet[key] = object
         pendingChanges.inserted.append(object.objectID)
         hookChanges?.append(object)
