@@ -22,6 +22,33 @@ import Testing
         }
     }
 
+    /// A context's change sets against an ordered model, through a seeded run of additions,
+    /// replacements and removals (enough removals to close the holes several times): every
+    /// object is found by identity, and the objects list in the order they joined.
+    @Test func anObjectSetKeepsTheOrderObjectsJoinedIn() throws {
+        let entity = try #require(testModel.entitiesByName["Item"])
+        let objects = (0..<500).map { _ in ManagedObject.makeFault(of: entity) }
+        var random = SplitMix64(seed: 0x5E7)
+        var set = ObjectSet()
+        var model: [ManagedObject] = []
+        for _ in 0..<20_000 {
+            let object = objects[random.next(below: objects.count)]
+            let key = ObjectIdentifier(object)
+            if random.next(below: 2) == 0 {
+                set[key] = object
+                if !model.contains(where: { $0 === object }) { model.append(object) }
+            } else {
+                let removed = set.removeValue(forKey: key)
+                let position = model.firstIndex { $0 === object }
+                #expect((removed === object) == (position != nil))
+                if let position { model.remove(at: position) }
+            }
+            #expect(set[key] === (model.contains { $0 === object } ? object : nil))
+        }
+        #expect(set.count == model.count && set.isEmpty == model.isEmpty)
+        #expect(Array(set.values).map(ObjectIdentifier.init) == model.map(ObjectIdentifier.init))
+    }
+
     /// The map against a dictionary, through a seeded run of insertions, lookups and removals
     /// over two entities, permanent and temporary IDs, and keys in runs and scattered: every
     /// object stays reachable by its ID after removals shift their neighbours back, and the

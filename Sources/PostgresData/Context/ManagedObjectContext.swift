@@ -73,9 +73,9 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
 
     // Confined to `queue`.
     let registered = IdentityMap()
-    var insertedSet = OrderedDictionary<ObjectIdentifier, ManagedObject>()
-    var updatedSet = OrderedDictionary<ObjectIdentifier, ManagedObject>()
-    var deletedSet = OrderedDictionary<ObjectIdentifier, ManagedObject>()
+    var insertedSet = ObjectSet()
+    var updatedSet = ObjectSet()
+    var deletedSet = ObjectSet()
     var recordedErrors: [PostgresDataError] = []
     /// Faults whose filling failed with a store error (see ``fulfillFault(_:)``), and the
     /// errors, thrown by the end of the enclosing `perform` or the next save.
