@@ -51,15 +51,10 @@ func makeFetchWorkloads(container: PersistentContainer, client connection: Conne
         Workload(name: name, prepare: fullTable, client: {
             let context = container.newBackgroundContext()
             let sum = try await context.perform {
-                let t0 = ContinuousClock.now
                 let results = try body(context)
-                let t1 = ContinuousClock.now
                 try expectRows(results.count, rows, name)
                 let sum = read(results)
-                let t2 = ContinuousClock.now
                 context.reset()
-                let t3 = ContinuousClock.now
-                if ProcessInfo.processInfo.environment["PHASES"] != nil { print("fetch \(t1 - t0) read \(t2 - t1) reset \(t3 - t2)") }
                 return sum
             }
             Sink.shared.add(sum)
@@ -88,14 +83,13 @@ func makeFetchWorkloads(container: PersistentContainer, client connection: Conne
                 sum &+ checksum(dictionary["name"]) &+ checksum(dictionary["createdAt"]) &+ checksum(dictionary["done"]) &+ checksum(dictionary["weight"])
             }
         }, raw: { try rawFetchStructs(raw, rows: rows) }),
-        Workload(name: "W2 same-same: raw structs both sides", prepare: fullTable, client: {
-            try rawFetchVersionedStructs(raw, rows: rows)
+        // The floor of any object graph with uniquing, raw against raw: what a class instance
+        // per row costs, then a key map besides; PostgresData's W2 and W3 rows sit above it.
+        Workload(name: "W2 floor: raw, a class instance per row (B: structs)", prepare: fullTable, client: {
+            try rawFetchIdentityMapped(raw, rows: rows, mapped: false)
         }, raw: { try rawFetchVersionedStructs(raw, rows: rows) }),
-        Workload(name: "W2 x: class instances, no map", prepare: fullTable, client: {
-            try rawFetchIdentityMapped(raw, rows: rows, map: false)
-        }, raw: { try rawFetchVersionedStructs(raw, rows: rows) }),
-        Workload(name: "W2 floor: raw, one class instance per row in a key map (B: structs)", prepare: fullTable, client: {
-            try rawFetchIdentityMapped(raw, rows: rows)
+        Workload(name: "W2 floor: raw, a class instance per row in a key map (B: structs)", prepare: fullTable, client: {
+            try rawFetchIdentityMapped(raw, rows: rows, mapped: true)
         }, raw: { try rawFetchVersionedStructs(raw, rows: rows) }),
         Workload(name: "W3 asynchronous fetch \(rows.formatted()), batches of 10,000, read every attribute", prepare: fullTable, client: {
             let context = container.newBackgroundContext()
@@ -135,22 +129,14 @@ func makeFetchWorkloads(container: PersistentContainer, client connection: Conne
 /// Raw W2: every column and the row version in one binary result, decoded into structs,
 /// every value read, all freed.
 func rawFetchVersionedStructs(_ raw: RawConnection, rows: Int) throws {
-    let t0 = ContinuousClock.now
     let result = try raw.execBinary(selectAllWithVersions)
-    let t1 = ContinuousClock.now
     let count = PQntuples(result)
     var items: [Item] = []
     items.reserveCapacity(Int(count))
     for row in 0..<count { items.append(rawVersionedItem(result, row)) }
-    let t2 = ContinuousClock.now
     PQclear(result)
-    let t3 = ContinuousClock.now
     try expectRows(items.count, rows, "raw fetch")
     Sink.shared.add(items.reduce(0) { $0 &+ $1.checksum })
-    let t4 = ContinuousClock.now
-    items = []
-    let t5 = ContinuousClock.now
-    if ProcessInfo.processInfo.environment["PHASES"] != nil { print("raw exec \(t1 - t0) decode \(t2 - t1) clear \(t3 - t2) read \(t4 - t3) free \(t5 - t4)") }
 }
 
 /// One object per row, as any identity-mapped object graph holds it.
@@ -159,8 +145,10 @@ final class MappedItem {
     init(_ item: Item) { self.item = item }
 }
 
-/// The leanest map from key to object: linear probing over the objects themselves, at most
-/// three quarters full, each probe comparing the object's own key.
+/// The leanest map from key to object for these keys: linear probing over the objects
+/// themselves, at most three quarters full, each probe comparing the object's own key. Keys
+/// are their own hash: the table's keys come in one run, which then fills one run of slots
+/// (no cache miss per insertion; PostgresData's identity map keeps runs together too).
 struct KeyMap {
     private var slots: [MappedItem?]
     private let mask: Int
@@ -175,7 +163,7 @@ struct KeyMap {
     /// Inserts `object` unless one with its key is there; returns the one kept.
     @discardableResult
     mutating func insert(_ object: MappedItem) -> MappedItem {
-        var index = Int(truncatingIfNeeded: UInt64(bitPattern: object.item.id) &* 0x9E37_79B9_7F4A_7C15 >> 32) & mask
+        var index = Int(truncatingIfNeeded: object.item.id) & mask
         while let existing = slots[index] {
             if existing.item.id == object.item.id { return existing }
             index = (index + 1) & mask
@@ -185,24 +173,22 @@ struct KeyMap {
     }
 }
 
-/// The least an object graph with uniquing does beyond ``rawFetchVersionedStructs(_:rows:)``:
-/// each row a class instance, found again by its key in a map; every value read, all freed.
-func rawFetchIdentityMapped(_ raw: RawConnection, rows: Int, map useMap: Bool = true) throws {
+/// The least an object graph does beyond ``rawFetchVersionedStructs(_:rows:)``: each row a
+/// class instance (`mapped`: found again by its key in a ``KeyMap``); every value read, all
+/// freed.
+func rawFetchIdentityMapped(_ raw: RawConnection, rows: Int, mapped: Bool) throws {
     let result = try raw.execBinary(selectAllWithVersions)
     let count = PQntuples(result)
     var objects: [MappedItem] = []
     objects.reserveCapacity(Int(count))
-    var map = KeyMap(capacity: Int(count))
+    var map = KeyMap(capacity: mapped ? Int(count) : 0)
     for row in 0..<count {
         let object = MappedItem(rawVersionedItem(result, row))
-        if useMap { map.insert(object) }
-        objects.append(object)
+        objects.append(mapped ? map.insert(object) : object)
     }
     PQclear(result)
-    try expectRows(objects.count, rows, "raw identity-mapped fetch")
+    try expectRows(objects.count, rows, "raw fetch into objects")
     Sink.shared.add(objects.reduce(0) { $0 &+ $1.item.checksum })
-    objects.removeAll()
-    _ = map
 }
 
 /// Raw "faults": the same result, only the key and the version decoded, the rows kept
