@@ -192,19 +192,28 @@ extension AttributeValue {
             self = .null
             return
         }
-        // Matched by type first, so each cast below is the one that succeeds.
-        switch ObjectIdentifier(type(of: value)) {
-        case ObjectIdentifier(String.self): if let string = value as? String { self = .string(string); return }
-        case ObjectIdentifier(Int.self): if let integer = value as? Int { self = .integer(Int64(integer)); return }
-        case ObjectIdentifier(Int32.self): if let integer = value as? Int32 { self = .integer(Int64(integer)); return }
-        case ObjectIdentifier(Int64.self): if let integer = value as? Int64 { self = .integer(integer); return }
-        case ObjectIdentifier(Bool.self): if let flag = value as? Bool { self = .boolean(flag); return }
-        case ObjectIdentifier(Double.self): if let number = value as? Double { self = .double(number); return }
-        case ObjectIdentifier(Date.self): if let date = value as? Date { self = .date(date); return }
-        case ObjectIdentifier(UUID.self): if let uuid = value as? UUID { self = .uuid(uuid); return }
-        default: break
+        if let converted = Self.converted(value) {
+            self = converted
+            return
         }
         guard case .constant(let converted)? = PredicateParser.value(value) else { return nil }
         self = converted
+    }
+
+    /// A value of a common type, the existential opened (`Value` is its dynamic type): once
+    /// the type is known, the value is read as that type, with no dynamic cast.
+    private static func converted<Value>(_ value: Value) -> AttributeValue? {
+        func read<Known>(_: Known.Type) -> Known {
+            withUnsafePointer(to: value) { UnsafeRawPointer($0).load(as: Known.self) }
+        }
+        if Value.self == String.self { return .string(read(String.self)) }
+        if Value.self == Int.self { return .integer(Int64(read(Int.self))) }
+        if Value.self == Int32.self { return .integer(Int64(read(Int32.self))) }
+        if Value.self == Int64.self { return .integer(read(Int64.self)) }
+        if Value.self == Bool.self { return .boolean(read(Bool.self)) }
+        if Value.self == Double.self { return .double(read(Double.self)) }
+        if Value.self == Date.self { return .date(read(Date.self)) }
+        if Value.self == UUID.self { return .uuid(read(UUID.self)) }
+        return nil
     }
 }
