@@ -84,9 +84,9 @@ extension ManagedObjectContext {
         pendingChanges.inserted += payload.insertedObjectIDs.filter { registered[$0] == nil }
         // To-many views of objects related to inserted or deleted ones are reloaded on demand.
         if !payload.insertedObjectIDs.isEmpty || !payload.deletedObjectIDs.isEmpty {
-            for object in registered.objects where !object.relationshipSets.isEmpty && !object.hasChanges {
-                object.relationshipSets = [:]
-            }
+            var holders: [ManagedObject] = []
+            registered.forEach { object in if object.hasRelationshipSets && !object.hasChanges { holders.append(object) } }
+            for object in holders { object.relationshipSets = [:] }
         }
         for id in payload.deletedObjectIDs {
             guard let object = registered[id] else { continue }

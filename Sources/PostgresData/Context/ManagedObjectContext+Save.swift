@@ -218,19 +218,21 @@ extension ManagedObjectContext {
         }
         var joinInserts: [SavePlan.JoinChange] = []
         var joinDeletes: [SavePlan.JoinChange] = []
-        for object in Array(insertedSet.values) + Array(updatedSet.values) {
-            for (index, set) in object.relationshipSets where !set.added.isEmpty || !set.removed.isEmpty {
-                guard case .joinTable(let table) = object.entity.storage(of: index), let source = key(object.objectID) else { continue }
-                for id in set.added where registered[id]?.isDeletedStorage != true {
-                    if let destination = key(id) {
-                        joinInserts.append(.init(table: table, source: source, destination: destination,
-                                                 sourceEntity: object.entity, destinationEntity: id.entity))
+        for objects in [insertedSet.values, updatedSet.values] {
+            for object in objects where object.hasRelationshipSets {
+                for (index, set) in object.relationshipSets where !set.added.isEmpty || !set.removed.isEmpty {
+                    guard case .joinTable(let table) = object.entity.storage(of: index), let source = key(object.objectID) else { continue }
+                    for id in set.added where registered[id]?.isDeletedStorage != true {
+                        if let destination = key(id) {
+                            joinInserts.append(.init(table: table, source: source, destination: destination,
+                                                     sourceEntity: object.entity, destinationEntity: id.entity))
+                        }
                     }
-                }
-                for id in set.removed {
-                    if let destination = key(id) {
-                        joinDeletes.append(.init(table: table, source: source, destination: destination,
-                                                 sourceEntity: object.entity, destinationEntity: id.entity))
+                    for id in set.removed {
+                        if let destination = key(id) {
+                            joinDeletes.append(.init(table: table, source: source, destination: destination,
+                                                     sourceEntity: object.entity, destinationEntity: id.entity))
+                        }
                     }
                 }
             }
@@ -293,8 +295,11 @@ extension ManagedObjectContext {
     /// Makes each loaded relationship's committed IDs what the context now sees, and clears
     /// its pending join-table changes (they were written).
     func rebaseRelationshipSets() {
+        // The few objects with loaded relationships, found without copying the whole map.
+        var holders: [ManagedObject] = []
+        registered.forEach { object in if object.hasRelationshipSets { holders.append(object) } }
         var rebased: [(ManagedObject, Int, [ManagedObjectID])] = []
-        for object in registered.objects where !object.relationshipSets.isEmpty {
+        for object in holders {
             for index in object.relationshipSets.keys {
                 rebased.append((object, index, relatedIDs(of: object, at: index)))
             }

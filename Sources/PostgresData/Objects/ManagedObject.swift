@@ -95,6 +95,9 @@ open class ManagedObject: Hashable, CustomStringConvertible {
         _modify { yield &madeExtras().relationshipSets }
     }
 
+    /// True when the object has loaded a relationship stored elsewhere (no dictionary made).
+    var hasRelationshipSets: Bool { extras?.relationshipSets.isEmpty == false }
+
     /// A primary key allocated for the inserted object by a save that has not committed yet
     /// (0: none); the ID becomes permanent with it after the commit.
     var allocatedKey: Int64 {
