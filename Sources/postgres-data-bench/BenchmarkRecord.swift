@@ -12,7 +12,7 @@ struct Row: Codable {
     var higherIsBetter: Bool? = nil
 }
 
-/// A recorded run (`benchmarks/<date>-<commit>.json`): the results with what they were
+/// A recorded run (`benchmarks/<UTC instant>-<commit>.json`): the results with what they were
 /// measured on, so that a later run can be compared with it.
 struct BenchmarkRecord: Codable {
     var date: String

@@ -270,7 +270,12 @@ let record = BenchmarkRecord(date: dayFormatter.string(from: Date()), commit: co
                              postgres: version, rows: rows, runs: runs, results: report)
 let encoder = JSONEncoder()
 encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-for path in [jsonPath, recordFolder.map { "\($0)/\(record.date)-\(commit).json" }].compactMap({ $0 }) {
+// Named by the UTC instant, then the commit: names sort in the order runs were recorded,
+// several a day included (`make bench` compares with the last).
+let instantFormatter = ISO8601DateFormatter()
+instantFormatter.formatOptions = [.withFullDate, .withFullTime]
+let recordName = instantFormatter.string(from: Date()).replacingOccurrences(of: ":", with: "") + "-\(commit).json"
+for path in [jsonPath, recordFolder.map { "\($0)/\(recordName)" }].compactMap({ $0 }) {
     try encoder.encode(record).write(to: URL(fileURLWithPath: path))
     print("\nwrote \(path)")
 }

@@ -13,7 +13,7 @@ struct ObjectSet: ExpressibleByDictionaryLiteral {
         func hash(into hasher: inout Hasher) { hasher.combine(identifier) }
 
         func _rawHashValue(seed: Int) -> Int {
-            let mixed = UInt64(UInt(bitPattern: identifier.hashValue ^ seed)) &* 0x9E37_79B9_7F4A_7C15
+            let mixed = UInt64(UInt(bitPattern: identifier) ^ UInt(bitPattern: seed)) &* 0x9E37_79B9_7F4A_7C15
             return Int(truncatingIfNeeded: mixed ^ mixed >> 29)
         }
     }
