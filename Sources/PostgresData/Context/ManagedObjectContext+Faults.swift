@@ -138,11 +138,11 @@ extension ManagedObjectContext {
     func rowWithoutQuery(for fault: ManagedObject) -> RowSnapshot? {
         let coordinator = persistentStoreCoordinator
         // A pinned context reads its snapshot's rows only.
-        if queryGeneration != nil { return fault.holdsCacheReference ? nil : fault.pendingRow }
+        if queryGeneration != nil { return fault.holdsCacheReference ? nil : fault.pendingRow?.decodedIfPossible }
         let oldest = oldestAcceptableRowStamp
         if !fault.holdsCacheReference, let pending = fault.pendingRow {
             switch coordinator.cachedRow(for: fault.objectID, pending: pending, oldest: oldest) {
-            case .own: return pending
+            case .own: return pending.decodedIfPossible
             case .newer(let snapshot): return snapshot
             case .changed: return nil
             }
@@ -154,7 +154,7 @@ extension ManagedObjectContext {
     /// ``rowWithoutQuery(for:)``, except that any context's cached row serves a fault that
     /// kept none; nil where the database must be asked.
     func rowsWithoutQuery(for faults: [ManagedObject]) -> [RowSnapshot?] {
-        if queryGeneration != nil { return faults.map { $0.holdsCacheReference ? nil : $0.pendingRow } }
+        if queryGeneration != nil { return faults.map { $0.holdsCacheReference ? nil : $0.pendingRow?.decodedIfPossible } }
         let coordinator = persistentStoreCoordinator
         let oldest = oldestAcceptableRowStamp
         var rows = coordinator.cachedRows(for: faults.map(\.objectID), oldest: oldest)
@@ -165,7 +165,7 @@ extension ManagedObjectContext {
         guard !pending.isEmpty else { return rows }
         for ((index, _, own), found) in zip(pending, coordinator.cachedRows(forFaults: pending.map { ($0.1, $0.2) }, oldest: oldest)) {
             switch found {
-            case .own: rows[index] = own
+            case .own: rows[index] = own.decodedIfPossible
             case .newer(let snapshot): rows[index] = snapshot
             case .changed: rows[index] = nil
             }
@@ -174,13 +174,14 @@ extension ManagedObjectContext {
     }
 
     /// Gives a fault the values of `row` (decoded, if it was kept encoded); the decoded row
-    /// enters the row cache, unless it is the row the fault kept (a fault of an asynchronous
-    /// fetch): the object keeps it to itself, as the fault did, and a million fired faults
-    /// cost no million cache entries.
+    /// enters the row cache, unless it is the version of the row the fault kept (a fault of
+    /// an asynchronous fetch): the object keeps it to itself, as the fault did, and a million
+    /// fired faults cost no million cache entries.
     func fill(_ object: ManagedObject, snapshot row: RowSnapshot) {
+        let keptOwnRow = object.pendingRow.map { $0.isEncoded && $0.version == row.version } ?? false
         let snapshot = row.decoded()
         object.fill(with: snapshot)
-        if parent == nil && !object.holdsCacheReference && !readsOutsideRowCache && !row.isEncoded {
+        if parent == nil && !object.holdsCacheReference && !readsOutsideRowCache && !keptOwnRow {
             persistentStoreCoordinator.retainCachedRows(CollectionOfOne((object.objectID, snapshot)))
             object.holdsCacheReference = true
         }

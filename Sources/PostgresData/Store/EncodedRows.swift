@@ -47,28 +47,24 @@ final class EncodedRows: Sendable {
         RowSnapshot(row: index, of: self, version: versions[index])
     }
 
-    /// The snapshot of row `index`, decoded: a row of its chunk's ``DecodedRows``.
-    func decodedSnapshot(at index: Int) -> RowSnapshot {
+    /// The snapshot of row `index`, decoded: a row of its chunk's ``DecodedRows``; nil when
+    /// the chunk does not decode (a value of the wrong size from the server): the fault then
+    /// reads its row from the database, whose error it reports.
+    func decodedSnapshot(at index: Int) -> RowSnapshot? {
         let chunk = index / SnapshotDecoder.chunkRows
         let start = chunk * SnapshotDecoder.chunkRows
-        let rows = chunks.withLock { chunks in
+        let rows = chunks.withLock { chunks -> DecodedRows? in
             if let rows = chunks[chunk] { return rows }
-            let rows = decode(start..<min(count, start + SnapshotDecoder.chunkRows))
+            let rows = try? decoder.values(of: result, rows: start..<min(count, start + SnapshotDecoder.chunkRows))
             chunks[chunk] = rows
             return rows
         }
-        return RowSnapshot(row: index - start, of: rows, version: versions[index])
+        return rows.map { RowSnapshot(row: index - start, of: $0, version: versions[index]) }
     }
 
-    func values(at row: Int) -> PropertyValues {
-        decodedSnapshot(at: row).values
-    }
-
-    private func decode(_ rows: Range<Int>) -> DecodedRows {
-        do {
-            return try decoder.values(of: result, rows: rows)
-        } catch {
-            preconditionFailure("a row kept encoded could not be decoded: \(error)")
-        }
+    /// The values of row `index`; NULLs when it does not decode (only faults read these rows,
+    /// through ``decodedSnapshot(at:)``, which tells).
+    func values(at index: Int) -> PropertyValues {
+        decodedSnapshot(at: index)?.values ?? PropertyValues([AttributeValue](repeating: .null, count: decoder.propertyCount))
     }
 }

@@ -82,8 +82,15 @@ struct RowSnapshot: Sendable {
         if case .encoded(let rows) = storage { rows.reader } else { nil }
     }
 
-    /// The same row with its values decoded (shared with the rows decoded with it).
-    func decoded() -> RowSnapshot {
+    /// The same row with its values decoded (shared with the rows decoded with it); nil when
+    /// a row kept encoded does not decode.
+    var decodedIfPossible: RowSnapshot? {
         if case .encoded(let rows) = storage { rows.decodedSnapshot(at: Int(row)) } else { self }
+    }
+
+    /// The same row with its values decoded. Faults decode their rows with
+    /// ``decodedIfPossible`` first, so a row that does not decode is never left here.
+    func decoded() -> RowSnapshot {
+        decodedIfPossible ?? self
     }
 }

@@ -8,7 +8,8 @@ struct SnapshotDecoder: Sendable {
     private let entity: EntityDescription
     private let columns: [ColumnDecoder]
     private let indices: [Int]
-    private let propertyCount: Int
+    /// The number of properties of the entity: values per row.
+    let propertyCount: Int
     private let fast: Bool
 
     init(entity: EntityDescription, result: QueryResult) {
