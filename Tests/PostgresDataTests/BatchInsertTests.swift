@@ -1,5 +1,6 @@
 import Foundation
 import PostgresData
+import Synchronization
 import Testing
 
 @Entity final class Product: ManagedObject {
@@ -169,6 +170,66 @@ import Testing
         #expect(try await container.rawIntegers("SELECT count(*) FROM item WHERE weight = 0 AND name = 'r1'") == [2])
         #expect(try await container.rawIntegers("SELECT count(*) FROM item WHERE notes = 'five'") == [800])
         #expect(try await container.rawIntegers("SELECT sum(weight)::int8 FROM item WHERE name = 'r999'") == [1998])
+    }
+
+    /// A dictionary handler runs when the request executes, as Core Data's does, and its rows
+    /// stream into COPY: a row that breaks the model after megabytes of rows were sent aborts
+    /// the COPY, and no row is written.
+    @Test func aDictionaryHandlerStreamsAtExecutionAndABadRowWritesNothing() async throws {
+        let container = try await makeContainer()
+        let context = container.newBackgroundContext()
+        var calls = 0
+        let insert = try BatchInsertRequest(entityName: "Item", dictionaryHandler: { object in
+            calls += 1
+            guard calls <= 60_000 else { return true }
+            object["name"] = "streamed-\(calls)"
+            object["weight"] = calls == 50_000 ? "heavy" as any Sendable : calls % 1000
+            return false
+        })
+        let refused = await captureDataError { _ = try await context.execute(insert) }
+        #expect("\(refused!)".contains("batch insert of Item, row 49999: weight"), "\(refused!)")
+        #expect("\(refused!)".contains("nothing was written"), "\(refused!)")
+        #expect(try await container.rawIntegers("SELECT count(*) FROM item") == [0])
+        #expect(try await container.rawIntegers("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND state = 'idle in transaction'") == [0])
+    }
+
+    /// Two executions of one request (or of copies of it) at the same time: the second fails
+    /// at once rather than calling the handler concurrently; executed again afterwards, the
+    /// request calls its handler again.
+    @Test func aDictionaryHandlerRunsOnceAtATime() async throws {
+        let container = try await makeContainer()
+        let context = container.newBackgroundContext()
+        final class Gate: Sendable {
+            let started = Atomic<Bool>(false)
+            let released = Atomic<Bool>(false)
+        }
+        let gate = Gate()
+        var row = 0
+        var handled = 0
+        let insert = try BatchInsertRequest(entityName: "Item", dictionaryHandler: { object in
+            handled += 1
+            if row == 0 && !gate.released.load(ordering: .acquiring) {
+                gate.started.store(true, ordering: .releasing)
+                let deadline = ContinuousClock.now + .seconds(30)
+                while !gate.released.load(ordering: .acquiring) && ContinuousClock.now < deadline { usleep(1_000) }
+            }
+            guard row < 10 else {
+                row = 0
+                return true
+            }
+            object["name"] = "once-\(row)"
+            row += 1
+            return false
+        })
+        let copy = insert
+        let first = Task { try await context.execute(insert).count }
+        while !gate.started.load(ordering: .acquiring) { try await Task.sleep(for: .milliseconds(5)) }
+        let busy = await captureDataError { _ = try await context.execute(copy) }
+        gate.released.store(true, ordering: .releasing)
+        #expect("\(busy!)".contains("already running in another execution"), "\(String(describing: busy))")
+        #expect(try await first.value == 10)
+        #expect(try await context.execute(copy).count == 10)
+        #expect(try await container.rawIntegers("SELECT count(*) FROM item WHERE name LIKE 'once-%'") == [20])
     }
 
     @Test func conflictsFailIgnoreOrUpdateOnlyTheSuppliedKeys() async throws {

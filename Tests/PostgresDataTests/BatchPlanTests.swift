@@ -62,6 +62,25 @@ import Testing
         #expect(upsert.steps.map(describe) == [#"INSERT INTO "product" ("sku", "title", "price", "stock") SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[]) ON CONFLICT ("sku") DO UPDATE SET "title" = EXCLUDED."title" RETURNING "id", xmax = 0 | text[] {'A-1','B-2'}; text[] {'Anvil','Bell'}; int8[] {0,0}; int8[] {0,0} | ids | updates ["title"]"#])
     }
 
+    /// A dictionary handler is called at execution: planning its COPY calls it not at all;
+    /// a plan that returns IDs collects its rows (and groups them by the keys they supply).
+    @Test func aDictionaryHandlersCopyIsPlannedWithoutCallingIt() throws {
+        var calls = 0
+        var request = try BatchInsertRequest(entityName: "Team", dictionaryHandler: { object in
+            calls += 1
+            guard calls <= 2 else {
+                calls = 0
+                return true
+            }
+            object["name"] = calls == 1 ? "Lions" : "Tigers"
+            return false
+        })
+        #expect(try request.plan(for: team).steps.map(describe) == ["COPY team (name) from the handler"])
+        request.resultType = .objectIDs
+        #expect(try request.plan(for: team).steps.map(describe)
+            == [#"INSERT INTO "team" ("name") SELECT * FROM unnest($1::text[]) RETURNING "id" | text[] {'Lions','Tigers'} | ids"#])
+    }
+
     @Test func aBatchInsertThatBreaksTheModelIsRefusedBeforeAnySQL() throws {
         let missing = try BatchInsertRequest(entityName: "Item", objects: [["weight": 1]])
         #expect(throws: PostgresDataError.self) { try missing.plan(for: item) }
@@ -73,6 +92,8 @@ import Testing
         switch step {
         case .copy(let table, let columns, _, let count, let isStaging):
             return "COPY \(table) (\(columns.joined(separator: ", "))) \(count) rows\(isStaging ? " staging" : "")"
+        case .stream(let table, let columns, _):
+            return "COPY \(table) (\(columns.joined(separator: ", "))) from the handler"
         case .execute(let sql): return sql
         case .insert(let sql, let bindings, let returnsIDs, let updated):
             return "\(sql) | \(boundValues(bindings).joined(separator: "; "))\(returnsIDs ? " | ids" : "")\(updated.map { " | updates \($0)" } ?? "")"

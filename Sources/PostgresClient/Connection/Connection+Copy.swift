@@ -38,6 +38,19 @@ public struct CopyWriter: ~Copyable {
         if buffer.count >= Self.flushThreshold { try flush() }
     }
 
+    /// Appends one row whose fields `encode` writes straight into the writer's buffer, each
+    /// as a 32-bit length and its bytes (-1 for NULL): for layers that encode their own
+    /// values, with no array per row. Pass the number of fields `encode` writes.
+    public mutating func appendRow(fieldCount: Int, _ encode: (inout PostgresBuffer) throws -> Void) throws {
+        guard fieldCount == columnCount else {
+            throw PostgresError(.misuse, message: "row \(rowCount + 1) has \(fieldCount) values for \(columnCount) columns")
+        }
+        buffer.writeInteger(Int16(fieldCount))
+        try encode(&buffer)
+        rowCount += 1
+        if buffer.count >= Self.flushThreshold { try flush() }
+    }
+
     /// Appends rows already encoded in COPY's binary row format (per row: the field count
     /// as a 16-bit integer, then each field's 32-bit length and bytes, -1 for NULL).
     ///

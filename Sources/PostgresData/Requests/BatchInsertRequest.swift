@@ -27,8 +27,8 @@ public struct BatchInsertRequest: Sendable {
     /// Rows filled by a managed-object handler, checked and encoded as binary COPY rows of
     /// every column as the handler returned them.
     var encodedRows: EncodedRows?
-    /// Rows of a dictionary handler, converted to the entity's types at execution.
-    var collected: CollectedRows?
+    /// Rows of a dictionary handler, produced and converted to the entity's types at execution.
+    var dictionaryRows: DictionaryHandlerRows?
 
     /// Binary COPY rows of every column of an entity (`entity.columnIndices` order).
     struct EncodedRows: Sendable {
@@ -66,52 +66,18 @@ public struct BatchInsertRequest: Sendable {
     }
 
     /// Rows produced by `handler`, called with an empty dictionary until it returns true
-    /// (Core Data's `dictionaryHandler`). One dictionary is reused for every row and each
-    /// value is kept with its key's number, not in a dictionary per row: without
-    /// conflicts to handle or IDs to return, the rows go from there straight into `COPY`.
-    public init(entityName: String, dictionaryHandler handler: (inout [String: (any Sendable)?]) -> Bool) throws {
+    /// (Core Data's `dictionaryHandler`).
+    ///
+    /// As in Core Data, the handler runs when the request executes, not here: without
+    /// conflicts to handle or IDs to return, each row it fills goes straight into `COPY`, so
+    /// the rows are never all in memory and the server stores rows while the handler makes
+    /// more. One dictionary is reused for every row. A row that breaks the model aborts the
+    /// insert with an error naming the row and the key, and no row is written. The handler
+    /// runs on the store's connection, once per execution; a copy of the request executing
+    /// at the same time fails instead of calling it concurrently.
+    public init(entityName: String, dictionaryHandler handler: sending @escaping (inout [String: (any Sendable)?]) -> Bool) throws {
         self.entityName = entityName
-        var collected = CollectedRows()
-        var numbers: [String: Int32] = [:]
-        var object: [String: (any Sendable)?] = [:]
-        // Rows with the same keys iterate them in the same order: the previous row's numbers
-        // are reused after a string comparison, without hashing the key again.
-        var previous: [(key: String, number: Int32)] = []
-        while true {
-            object.removeAll(keepingCapacity: true)
-            if handler(&object) { break }
-            for (position, (key, value)) in object.enumerated() {
-                guard let converted = AttributeValue(batchValue: value) else {
-                    throw PostgresDataError.invalidRequest("batch insert row \(collected.rowEnds.count): \(key) is a \(type(of: value as Any)), which cannot be stored")
-                }
-                let number: Int32
-                if position < previous.count, previous[position].key == key {
-                    number = previous[position].number
-                } else {
-                    if let known = numbers[key] {
-                        number = known
-                    } else {
-                        number = Int32(collected.keys.count)
-                        numbers[key] = number
-                        collected.keys.append(key)
-                    }
-                    if position < previous.count { previous[position] = (key, number) } else { previous.append((key, number)) }
-                }
-                collected.keyNumbers.append(number)
-                collected.values.append(converted)
-            }
-            collected.rowEnds.append(collected.values.count)
-        }
-        self.collected = collected
-    }
-
-    /// Rows of a dictionary handler: every value with the number of its key, row by row.
-    struct CollectedRows: Sendable {
-        var keys: [String] = []
-        var keyNumbers: [Int32] = []
-        var values: [AttributeValue] = []
-        /// The end of each row in `values`.
-        var rowEnds: [Int] = []
+        self.dictionaryRows = DictionaryHandlerRows(handler)
     }
 
     /// Rows filled by `handler` on one reusable object of `Entity` (not in any context), reset
@@ -151,7 +117,7 @@ public struct BatchInsertRequest: Sendable {
                    let attribute = description.properties[index].attribute {
                     let broken = attribute.violations(of: value)
                     guard broken.isEmpty else {
-                        throw PostgresDataError.invalidRequest("batch insert of \(description.name), row \(count): \(attribute.name) \(broken.joined(separator: "; ")); nothing was sent")
+                        throw PostgresDataError.invalidRequest("batch insert of \(description.name), row \(count): \(attribute.name) \(broken.joined(separator: "; ")); nothing was written")
                     }
                 }
                 try ValueCoding.writeField(value, as: types[position], into: &buffer)
@@ -182,12 +148,12 @@ public struct BatchInsertRequest: Sendable {
         if let encodedRows {
             return try BatchInsertPlan(entity: entity, encodedRows: encodedRows, request: self, returningIDs: returningIDs)
         }
-        if let collected {
-            let properties = try collected.keys.enumerated().map { position, key in try Self.propertyIndex(of: key, in: entity, row: position) }
+        if let dictionaryRows {
             if !(returningIDs || wantsIDs), onConflict == .error, !entity.isInHierarchy {
-                return try BatchInsertPlan(entity: entity, encodedRows: Self.encode(collected, properties: properties, entity: entity),
-                                           request: self, returningIDs: false)
+                return BatchInsertPlan(entity: entity, streaming: dictionaryRows)
             }
+            let collected = try dictionaryRows.collect(for: entity)
+            let properties = try collected.keys.enumerated().map { position, key in try Self.propertyIndex(of: key, in: entity, row: position) }
             var converted: [[Int: AttributeValue]] = []
             converted.reserveCapacity(collected.rowEnds.count)
             var start = 0
@@ -218,10 +184,10 @@ public struct BatchInsertRequest: Sendable {
     }
 
     /// The property `key` names, which a batch insert may set.
-    private static func propertyIndex(of key: String, in entity: EntityDescription, row: Int) throws -> Int {
+    static func propertyIndex(of key: String, in entity: EntityDescription, row: Int) throws -> Int {
         guard let index = entity.propertyIndex(named: key) else { throw PredicateSQL.unknownKey(key, in: entity, path: key) }
         guard entity.derivations[index] == nil else {
-            throw PostgresDataError.invalidRequest("batch insert of \(entity.name), row \(row): \(key) is derived (\(entity.properties[index].attribute?.derivationExpression ?? "")); the database computes it, leave it out; nothing was sent")
+            throw PostgresDataError.invalidRequest("batch insert of \(entity.name), row \(row): \(key) is derived (\(entity.properties[index].attribute?.derivationExpression ?? "")); the database computes it, leave it out; nothing was written")
         }
         return index
     }
@@ -230,61 +196,12 @@ public struct BatchInsertRequest: Sendable {
     private static func checkRequired(_ values: [Int: AttributeValue], of entity: EntityDescription, row: Int) throws {
         for index in entity.writableColumnIndices where values[index] == nil {
             if let attribute = entity.properties[index].attribute, !attribute.isOptional, entity.defaultValues[index].isNull {
-                throw PostgresDataError.invalidRequest("batch insert of \(entity.name), row \(row): \(attribute.name) is required and has no default; nothing was sent")
+                throw PostgresDataError.invalidRequest("batch insert of \(entity.name), row \(row): \(attribute.name) is required and has no default; nothing was written")
             }
         }
     }
 
-    /// A dictionary handler's rows as binary COPY rows of every writable column: each value
-    /// converted and checked, the model's defaults where a row leaves a key out.
-    private static func encode(_ collected: CollectedRows, properties: [Int], entity: EntityDescription) throws -> EncodedRows {
-        let columns = entity.writableColumnIndices
-        let types = columns.map { SavePlan.columnType(entity, $0) }
-        var slotOfProperty = [Int](repeating: -1, count: entity.properties.count)
-        for (slot, index) in columns.enumerated() { slotOfProperty[index] = slot }
-        let defaults = columns.map { entity.defaultValues[$0] }
-        // Per column: what lets a value through without a conversion or a rule to check.
-        let checks = columns.map { index in
-            entity.properties[index].attribute.map { (isOptional: $0.isOptional, type: $0.attributeType, hasRules: $0.hasValueRules) }
-        }
-        // Required columns without a default must be supplied by every row.
-        let required = columns.enumerated().compactMap { slot, index -> Int? in
-            guard let attribute = entity.properties[index].attribute, !attribute.isOptional, defaults[slot].isNull else { return nil }
-            return slot
-        }
-        var buffer = PostgresBuffer(capacity: collected.rowEnds.count * (2 + columns.count * 16))
-        var values = defaults
-        var supplied = [Bool](repeating: false, count: columns.count)
-        var start = 0
-        for (row, end) in collected.rowEnds.enumerated() {
-            for slot in values.indices {
-                values[slot] = defaults[slot]
-                supplied[slot] = false
-            }
-            for position in start..<end {
-                let index = properties[Int(collected.keyNumbers[position])]
-                let slot = slotOfProperty[index]
-                guard slot >= 0 else { continue }
-                let value = collected.values[position]
-                if let check = checks[slot], !check.hasRules,
-                   value.isNull ? check.isOptional : value.fits(check.type) && value.isInRange(of: check.type) {
-                    values[slot] = value
-                } else {
-                    values[slot] = try convert(value, for: entity, at: index, row: row)
-                }
-                supplied[slot] = true
-            }
-            for slot in required where !supplied[slot] {
-                throw PostgresDataError.invalidRequest("batch insert of \(entity.name), row \(row): \(entity.properties[columns[slot]].name) is required and has no default; nothing was sent")
-            }
-            buffer.writeInteger(Int16(columns.count))
-            try ValueCoding.writeCopyFields(values, types: types, into: &buffer)
-            start = end
-        }
-        return EncodedRows(bytes: buffer.bytes, count: collected.rowEnds.count)
-    }
-
-    private static func convert(_ value: AttributeValue, for entity: EntityDescription, at index: Int, row: Int) throws -> AttributeValue {
+    static func convert(_ value: AttributeValue, for entity: EntityDescription, at index: Int, row: Int) throws -> AttributeValue {
         let key = entity.properties[index].name
         switch entity.properties[index] {
         case .attribute(let attribute):
@@ -299,12 +216,16 @@ public struct BatchInsertRequest: Sendable {
                 case (.string(let text), .uuid):
                     guard let uuid = UUID(uuidString: text) else { fallthrough }
                     result = .uuid(uuid)
-                default: result = try PredicateSQL.convert(value, to: attribute.attributeType, key: key)
+                default:
+                    guard let converted = try? PredicateSQL.convert(value, to: attribute.attributeType, key: key) else {
+                        throw PostgresDataError.invalidRequest("batch insert of \(entity.name), row \(row): \(key) is \(attribute.attributeType) and cannot take a \(value.typeName) value; nothing was written")
+                    }
+                    result = converted
                 }
             }
             let broken = attribute.violations(of: result)
             guard broken.isEmpty else {
-                throw PostgresDataError.invalidRequest("batch insert of \(entity.name), row \(row): \(key) \(broken.joined(separator: "; ")); nothing was sent")
+                throw PostgresDataError.invalidRequest("batch insert of \(entity.name), row \(row): \(key) \(broken.joined(separator: "; ")); nothing was written")
             }
             return result
         case .relationship(let relationship):

@@ -6,6 +6,9 @@ struct BatchInsertPlan: Sendable {
     enum Step: Sendable {
         /// Rows copied into `table`: the entity's (counted in the result) or a staging table.
         case copy(table: String, columns: [String], rows: [UInt8], count: Int, isStaging: Bool = false)
+        /// The rows of a dictionary handler copied into the entity's table as the handler
+        /// makes them (counted in the result).
+        case stream(table: String, columns: [String], rows: DictionaryHandlerRows)
         case execute(sql: String)
         /// With `returnsIDs` the statement returns each row's ID; with `updatedProperties` (an
         /// upsert that updates), also whether the row was inserted (`xmax = 0`: a row an
@@ -44,6 +47,11 @@ struct BatchInsertPlan: Sendable {
         let select = "SELECT * FROM \(quoteIdentifier(staging))"
         steps.append(try Self.insert(entity, from: select, bindings: PostgresBindings(), suppliedKeys: entity.writableColumnIndices, request: request,
                                      returningIDs: wantIDs))
+    }
+
+    /// A dictionary handler's rows, each copied into the table as the handler fills it.
+    init(entity: EntityDescription, streaming rows: DictionaryHandlerRows) {
+        steps = [.stream(table: entity.tableName, columns: entity.writableColumnIndices.map(entity.columnName(of:)), rows: rows)]
     }
 
     init(entity: EntityDescription, rows: [[Int: AttributeValue]], request: BatchInsertRequest, returningIDs: Bool) throws {

@@ -132,6 +132,10 @@ extension PersistentStoreCoordinator {
                             try writer.appendEncodedRows(rows, count: count)
                         }
                         if !isStaging { result.count += count }
+                    case .stream(let table, let columns, let rows):
+                        result.count += try await connection.copyRows(into: table, columns: columns) { writer in
+                            try rows.write(entity, to: &writer)
+                        }
                     case .insert(let sql, let bindings, let returnsIDs, let updated):
                         let rows = try await connection.query(sql, bindings: bindings)
                         if returnsIDs {
