@@ -165,7 +165,9 @@ func rawCopy(_ raw: RawConnection, rows: Int, keys: [Int64]? = nil) throws {
     guard PQresultStatus(start) == PGRES_COPY_IN else { throw BenchmarkError("raw copy start") }
     PQclear(start)
     var buffer: [UInt8] = []
-    buffer.reserveCapacity(1 << 20 + 4096)
+    // Chunks of 64 KiB, as PostgresData's COPY sends: smaller than the socket's buffer, so the
+    // server reads one while the next is encoded.
+    buffer.reserveCapacity(1 << 16 + 4096)
     func put<T: FixedWidthInteger>(_ value: T) { withUnsafeBytes(of: value.bigEndian) { buffer.append(contentsOf: $0) } }
     buffer.append(contentsOf: [0x50, 0x47, 0x43, 0x4F, 0x50, 0x59, 0x0A, 0xFF, 0x0D, 0x0A, 0x00])
     put(Int32(0)); put(Int32(0))
@@ -182,7 +184,7 @@ func rawCopy(_ raw: RawConnection, rows: Int, keys: [Int64]? = nil) throws {
         put(Int32(8)); put(epochMicros + Int64(i) * 1_000_000)
         put(Int32(1)); buffer.append(i % 2 == 0 ? 1 : 0)
         put(Int32(4)); put(Int32(i % 1000))
-        if buffer.count >= 1 << 20 {
+        if buffer.count >= 1 << 16 {
             _ = buffer.withUnsafeBytes { PQputCopyData(raw.handle, $0.baseAddress!.assumingMemoryBound(to: CChar.self), Int32($0.count)) }
             buffer.removeAll(keepingCapacity: true)
         }

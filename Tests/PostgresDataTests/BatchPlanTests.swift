@@ -92,8 +92,8 @@ import Testing
         switch step {
         case .copy(let table, let columns, _, let count, let isStaging):
             return "COPY \(table) (\(columns.joined(separator: ", "))) \(count) rows\(isStaging ? " staging" : "")"
-        case .stream(let table, let columns, _):
-            return "COPY \(table) (\(columns.joined(separator: ", "))) from the handler"
+        case .stream(let table, let columns, _, let isStaging):
+            return "COPY \(table) (\(columns.joined(separator: ", "))) from the handler\(isStaging ? " staging" : "")"
         case .execute(let sql): return sql
         case .insert(let sql, let bindings, let returnsIDs, let updated):
             return "\(sql) | \(boundValues(bindings).joined(separator: "; "))\(returnsIDs ? " | ids" : "")\(updated.map { " | updates \($0)" } ?? "")"

@@ -2,7 +2,9 @@ import CLibPQ
 
 /// Writes rows for ``Connection/copyRows(into:schema:columns:_:)`` in COPY's binary format.
 ///
-/// Rows are encoded into one buffer and handed to libpq a megabyte at a time.
+/// Rows are encoded into one buffer and handed to libpq 64 KiB at a time: less than a
+/// socket's buffer holds, so the server reads one chunk while the next is encoded (with
+/// chunks larger than the socket's buffer, it would wait for each one in turn).
 public struct CopyWriter: ~Copyable {
     private var buffer = PostgresBuffer(capacity: CopyWriter.flushThreshold + 4096)
     private let columnCount: Int
@@ -11,7 +13,7 @@ public struct CopyWriter: ~Copyable {
     /// Rows appended so far.
     public private(set) var rowCount = 0
 
-    static let flushThreshold = 1 << 20
+    static let flushThreshold = 1 << 16
 
     init(columnCount: Int, send: @escaping (UnsafeRawBufferPointer) throws -> Void, isCanceled: @escaping () -> Bool) {
         self.columnCount = columnCount

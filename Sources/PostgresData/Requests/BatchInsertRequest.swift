@@ -24,17 +24,10 @@ public struct BatchInsertRequest: Sendable {
     public var contextsToMerge: [ManagedObjectContext] = []
     /// The rows, with values in their natural types (converted to the model's at execution).
     var rows: [[String: AttributeValue]] = []
-    /// Rows filled by a managed-object handler, checked and encoded as binary COPY rows of
-    /// every column as the handler returned them.
-    var encodedRows: EncodedRows?
+    /// Rows of a managed-object handler, made and encoded at execution.
+    var objectRows: (any BatchInsertRowSource)?
     /// Rows of a dictionary handler, produced and converted to the entity's types at execution.
     var dictionaryRows: DictionaryHandlerRows?
-
-    /// Binary COPY rows of every column of an entity (`entity.columnIndices` order).
-    struct EncodedRows: Sendable {
-        var bytes: [UInt8]
-        var count: Int
-    }
 
     /// Rows given as dictionaries of key to value (`Int`, `String`, `Date`, `ManagedObjectID`
     /// for a to-one relationship, nil, …).
@@ -84,47 +77,20 @@ public struct BatchInsertRequest: Sendable {
     /// to the model's defaults before each call, until it returns true (Core Data's
     /// `managedObjectHandler`). The fastest way in: no dictionary per row. Set attributes
     /// only; to-one relationships take IDs through ``init(entityName:objects:)``.
-    public init<Entity: ManagedObject>(entity: Entity.Type, managedObjectHandler handler: (Entity) -> Bool) throws {
+    ///
+    /// As in Core Data, the handler runs when the request executes, not here, and each row
+    /// goes into `COPY` as the handler returns it (into a temporary table first when IDs come
+    /// back or conflicts are handled). A row that breaks the model aborts the insert with an
+    /// error naming the row and the attribute, and no row is written. The handler runs on
+    /// the store's connection, once per execution; a copy of the request executing at the
+    /// same time fails instead of calling it concurrently.
+    public init<Entity: ManagedObject>(entity: Entity.Type, managedObjectHandler handler: sending @escaping (Entity) -> Bool) throws {
         let description = Entity.entity()
         guard description.isResolved else {
             throw PostgresDataError.invalidRequest("batch insert of \(description.name): load a container whose model has the entity first")
         }
         self.entityName = description.name
-        let object = Entity(entity: description, insertInto: nil)
-        object.isInsertedStorage = true
-        let defaults = description.defaultValues
-        let columns = description.writableColumnIndices
-        let types = columns.map { SavePlan.columnType(description, $0) }
-        // Per column: its attribute's optionality and type, and whether it has rules beyond
-        // them; relationships (nil) cannot be set through this object.
-        let checks = columns.map { index in
-            description.properties[index].attribute.map { (isOptional: $0.isOptional, type: $0.attributeType, hasRules: $0.hasValueRules) }
-        }
-        var buffer = PostgresBuffer(capacity: 1 << 16)
-        var count = 0
-        object.values = PropertyValues(defaults)
-        while true {
-            // Reset in place: the object's storage stays unique, so no allocation per row.
-            object.values.withUnsafeMutableBufferPointer { values in
-                for index in values.indices { values[index] = defaults[index] }
-            }
-            if handler(object) { break }
-            buffer.writeInteger(Int16(columns.count))
-            for (position, index) in columns.enumerated() {
-                let value = object.values[index]
-                if let check = checks[position],
-                   check.hasRules || (value.isNull ? !check.isOptional : !value.fits(check.type) || !value.isInRange(of: check.type)),
-                   let attribute = description.properties[index].attribute {
-                    let broken = attribute.violations(of: value)
-                    guard broken.isEmpty else {
-                        throw PostgresDataError.invalidRequest("batch insert of \(description.name), row \(count): \(attribute.name) \(broken.joined(separator: "; ")); nothing was written")
-                    }
-                }
-                try ValueCoding.writeField(value, as: types[position], into: &buffer)
-            }
-            count += 1
-        }
-        encodedRows = EncodedRows(bytes: buffer.bytes, count: count)
+        self.objectRows = ManagedObjectHandlerRows<Entity>(handler)
     }
 
     private static func jsonValue(_ value: Any) -> (any Sendable)? {
@@ -145,12 +111,12 @@ public struct BatchInsertRequest: Sendable {
 
     /// The rows checked and converted to the entity's types, in one column order.
     func plan(for entity: EntityDescription, returningIDs: Bool = false) throws -> BatchInsertPlan {
-        if let encodedRows {
-            return try BatchInsertPlan(entity: entity, encodedRows: encodedRows, request: self, returningIDs: returningIDs)
+        if let objectRows {
+            return try BatchInsertPlan(entity: entity, streaming: objectRows, request: self, returningIDs: returningIDs)
         }
         if let dictionaryRows {
             if !(returningIDs || wantsIDs), onConflict == .error, !entity.isInHierarchy {
-                return BatchInsertPlan(entity: entity, streaming: dictionaryRows)
+                return try BatchInsertPlan(entity: entity, streaming: dictionaryRows, request: self, returningIDs: false)
             }
             let collected = try dictionaryRows.collect(for: entity)
             let properties = try collected.keys.enumerated().map { position, key in try Self.propertyIndex(of: key, in: entity, row: position) }

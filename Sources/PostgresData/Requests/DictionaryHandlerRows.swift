@@ -1,24 +1,17 @@
 import Foundation
 import PostgresClient
-import Synchronization
 
 /// The rows of a batch insert's dictionary handler, produced when the request executes, as
 /// Core Data calls `dictionaryHandler` during `execute(_:)`: without conflicts to handle or
 /// IDs to return, each row goes from the handler's dictionary straight into `COPY`, so the
 /// rows are never all held at once and the server stores rows while the handler makes more.
-struct DictionaryHandlerRows: Sendable {
+struct DictionaryHandlerRows: BatchInsertRowSource {
     typealias Handler = (inout [String: (any Sendable)?]) -> Bool
 
-    /// The handler, out of its slot while an execution runs it: one at a time.
-    private final class Slot: Sendable {
-        let handler: Mutex<Handler>
-        init(_ handler: sending @escaping Handler) { self.handler = Mutex(handler) }
-    }
-
-    private let slot: Slot
+    private let slot: HandlerSlot<Handler>
 
     init(_ handler: sending @escaping Handler) {
-        slot = Slot(handler)
+        slot = HandlerSlot(handler)
     }
 
     /// Every value with the number of its key, row by row: for the paths that group rows or
@@ -31,18 +24,9 @@ struct DictionaryHandlerRows: Sendable {
         var rowEnds: [Int] = []
     }
 
-    /// Runs `body` with the handler, which no other execution can run meanwhile (a lock
-    /// tried, never waited for).
-    private func withHandler<Result: Sendable>(_ entity: EntityDescription, _ body: (Handler) throws -> Result) throws -> Result {
-        guard let result = try slot.handler.withLockIfAvailable({ handler in try body(handler) }) else {
-            throw PostgresDataError.invalidRequest("batch insert of \(entity.name): its dictionary handler is already running in another execution of this request; execute one at a time, or make a request per execution")
-        }
-        return result
-    }
-
     /// Calls the handler until it returns true and keeps every row.
     func collect(for entity: EntityDescription) throws -> Collected {
-        try withHandler(entity) { handler in try Self.collect(handler, for: entity) }
+        try slot.withHandler(entity) { handler in try Self.collect(handler, for: entity) }
     }
 
     private static func collect(_ handler: Handler, for entity: EntityDescription) throws -> Collected {
@@ -80,13 +64,10 @@ struct DictionaryHandlerRows: Sendable {
         return collected
     }
 
-    /// Calls the handler until it returns true, writing each row to `writer` as a COPY row of
-    /// every writable column of `entity`: each value converted and checked, the model's
-    /// defaults where a row leaves a key out. A row that breaks the model throws, which
-    /// aborts the COPY: no row is written.
+    /// Each value converted and checked, the model's defaults where a row leaves a key out.
     func write(_ entity: EntityDescription, to writer: inout CopyWriter) throws {
         let layout = Layout(entity)
-        try withHandler(entity) { handler in try layout.write(handler, to: &writer) }
+        try slot.withHandler(entity) { handler in try layout.write(handler, to: &writer) }
     }
 
     /// What turns one dictionary into a COPY row of every writable column of an entity.

@@ -6,9 +6,9 @@ struct BatchInsertPlan: Sendable {
     enum Step: Sendable {
         /// Rows copied into `table`: the entity's (counted in the result) or a staging table.
         case copy(table: String, columns: [String], rows: [UInt8], count: Int, isStaging: Bool = false)
-        /// The rows of a dictionary handler copied into the entity's table as the handler
-        /// makes them (counted in the result).
-        case stream(table: String, columns: [String], rows: DictionaryHandlerRows)
+        /// The rows of a handler copied into `table` as the handler makes them: the entity's
+        /// (counted in the result) or a staging table.
+        case stream(table: String, columns: [String], rows: any BatchInsertRowSource, isStaging: Bool = false)
         case execute(sql: String)
         /// With `returnsIDs` the statement returns each row's ID; with `updatedProperties` (an
         /// upsert that updates), also whether the row was inserted (`xmax = 0`: a row an
@@ -28,30 +28,25 @@ struct BatchInsertPlan: Sendable {
         self.steps = steps
     }
 
-    /// Rows already encoded for COPY: one COPY into the table, or, when IDs come back or
-    /// conflicts are handled, one COPY into a temporary table and one `INSERT … SELECT`
-    /// from it (every key is supplied, so an upsert updates every column).
-    init(entity: EntityDescription, encodedRows: BatchInsertRequest.EncodedRows, request: BatchInsertRequest, returningIDs: Bool) throws {
+    /// Rows a handler makes at execution: one COPY into the table, or, when IDs come back or
+    /// conflicts are handled, one COPY into a temporary table and one `INSERT … SELECT` from
+    /// it (every key is supplied, so an upsert updates every column).
+    init(entity: EntityDescription, streaming rows: any BatchInsertRowSource, request: BatchInsertRequest, returningIDs: Bool) throws {
         let columns = entity.writableColumnIndices.map(entity.columnName(of:))
         let wantIDs = returningIDs || request.wantsIDs
         if !wantIDs, request.onConflict == .error, !entity.isInHierarchy {
-            steps = [.copy(table: entity.tableName, columns: columns, rows: encodedRows.bytes, count: encodedRows.count)]
+            steps = [.stream(table: entity.tableName, columns: columns, rows: rows)]
             return
         }
         let staging = "postgres_data_batch_insert"
         let definitions = entity.writableColumnIndices.map { "\(quoteIdentifier(entity.columnName(of: $0))) \(SavePlan.columnType(entity, $0).sqlType)" }
         steps = [
             .execute(sql: "CREATE TEMPORARY TABLE \(quoteIdentifier(staging)) (\(definitions.joined(separator: ", "))) ON COMMIT DROP"),
-            .copy(table: staging, columns: columns, rows: encodedRows.bytes, count: encodedRows.count, isStaging: true),
+            .stream(table: staging, columns: columns, rows: rows, isStaging: true),
         ]
         let select = "SELECT * FROM \(quoteIdentifier(staging))"
         steps.append(try Self.insert(entity, from: select, bindings: PostgresBindings(), suppliedKeys: entity.writableColumnIndices, request: request,
                                      returningIDs: wantIDs))
-    }
-
-    /// A dictionary handler's rows, each copied into the table as the handler fills it.
-    init(entity: EntityDescription, streaming rows: DictionaryHandlerRows) {
-        steps = [.stream(table: entity.tableName, columns: entity.writableColumnIndices.map(entity.columnName(of:)), rows: rows)]
     }
 
     init(entity: EntityDescription, rows: [[Int: AttributeValue]], request: BatchInsertRequest, returningIDs: Bool) throws {

@@ -132,10 +132,11 @@ extension PersistentStoreCoordinator {
                             try writer.appendEncodedRows(rows, count: count)
                         }
                         if !isStaging { result.count += count }
-                    case .stream(let table, let columns, let rows):
-                        result.count += try await connection.copyRows(into: table, columns: columns) { writer in
+                    case .stream(let table, let columns, let rows, let isStaging):
+                        let copied = try await connection.copyRows(into: table, columns: columns) { writer in
                             try rows.write(entity, to: &writer)
                         }
+                        if !isStaging { result.count += copied }
                     case .insert(let sql, let bindings, let returnsIDs, let updated):
                         let rows = try await connection.query(sql, bindings: bindings)
                         if returnsIDs {
