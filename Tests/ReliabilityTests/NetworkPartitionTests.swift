@@ -50,7 +50,11 @@ struct NetworkPartitionTests {
                 _ = try await task.value
                 Issue.record("\(name) succeeded across a partition")
             } catch let error as PostgresError {
-                #expect(error.kind == .connectionLost, "\(name): \(error)")
+                // On a loaded machine the second lease can come after the idle connections'
+                // keepalives ran out: the pool then discards them and cannot open a new one
+                // across the partition.
+                let expected: [PostgresError.Kind] = task == waiting ? [.connectionLost] : [.connectionLost, .connectionFailed]
+                #expect(expected.contains(error.kind), "\(name): \(error)")
             }
             let elapsed = clock.now - partitionedAt
             #expect(elapsed < bound, "\(name) failed after \(elapsed), beyond \(bound)")
