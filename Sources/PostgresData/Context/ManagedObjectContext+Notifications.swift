@@ -83,7 +83,7 @@ extension ManagedObjectContext {
         // Objects inserted elsewhere are announced, not registered: a fetch or object(with:) loads them.
         pendingChanges.inserted += payload.insertedObjectIDs.filter { registered[$0] == nil }
         // To-many views of objects related to inserted or deleted ones are reloaded on demand.
-        if !payload.insertedObjectIDs.isEmpty || !payload.deletedObjectIDs.isEmpty {
+        if mayHoldRelationshipSets, !payload.insertedObjectIDs.isEmpty || !payload.deletedObjectIDs.isEmpty {
             var holders: [ManagedObject] = []
             registered.forEach { object in if object.hasRelationshipSets && !object.hasChanges { holders.append(object) } }
             for object in holders { object.relationshipSets = [:] }

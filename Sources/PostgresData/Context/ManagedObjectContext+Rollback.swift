@@ -35,6 +35,7 @@ extension ManagedObjectContext {
     public func reset() {
         assertOnQueue()
         unregisterAll()
+        mayHoldRelationshipSets = false
         forgetChanges()
         undoManagerStorage?.removeAllActions()
         advanceQueryGeneration()

@@ -297,7 +297,7 @@ extension ManagedObjectContext {
     func rebaseRelationshipSets() {
         // The few objects with loaded relationships, found without copying the whole map.
         var holders: [ManagedObject] = []
-        registered.forEach { object in if object.hasRelationshipSets { holders.append(object) } }
+        if mayHoldRelationshipSets { registered.forEach { object in if object.hasRelationshipSets { holders.append(object) } } }
         var rebased: [(ManagedObject, Int, [ManagedObjectID])] = []
         for object in holders {
             for index in object.relationshipSets.keys {

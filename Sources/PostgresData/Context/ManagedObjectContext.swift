@@ -76,6 +76,10 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     var insertedSet = ObjectSet()
     var updatedSet = ObjectSet()
     var deletedSet = ObjectSet()
+    /// False while no object of the context has loaded a relationship stored elsewhere (set
+    /// by the object when one does, cleared by `reset()`): saves and merges then skip the
+    /// walk over every registered object that looks for them.
+    var mayHoldRelationshipSets = false
     var recordedErrors: [PostgresDataError] = []
     /// Faults whose filling failed with a store error (see ``fulfillFault(_:)``), and the
     /// errors, thrown by the end of the enclosing `perform` or the next save.

@@ -90,9 +90,13 @@ open class ManagedObject: Hashable, CustomStringConvertible {
         set {
             guard !newValue.isEmpty || extras != nil else { return }
             madeExtras().relationshipSets = newValue
-            if newValue.isEmpty { dropEmptyExtras() }
+            if newValue.isEmpty { dropEmptyExtras() } else { contextStorage?.mayHoldRelationshipSets = true }
         }
-        _modify { yield &madeExtras().relationshipSets }
+        _modify {
+            let extras = madeExtras()
+            yield &extras.relationshipSets
+            if !extras.relationshipSets.isEmpty { contextStorage?.mayHoldRelationshipSets = true }
+        }
     }
 
     /// True when the object has loaded a relationship stored elsewhere (no dictionary made).
@@ -190,7 +194,10 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     /// The context the object lives in; nil once it was removed from it.
     public internal(set) var managedObjectContext: ManagedObjectContext? {
         get { contextStorage }
-        set { contextStorage = newValue }
+        set {
+            contextStorage = newValue
+            if let newValue, hasRelationshipSets { newValue.mayHoldRelationshipSets = true }
+        }
     }
 
     /// The committed state the context last saw (nil for inserted objects and faults).

@@ -58,11 +58,33 @@ struct SavePlan: Sendable {
     }
 
     /// Rows for `COPY table (columns) FROM STDIN (FORMAT binary)`, encoded in advance.
+    /// New rows for binary COPY, encoded as they are sent (64 KiB at a time), so that the
+    /// server stores one chunk while the next is encoded.
     struct Copy: Sendable {
         var table: String
         var columns: [String]
-        var rows: [UInt8]
-        var rowCount: Int
+        var rows: [Insert]
+        /// The properties written after the key, in column order.
+        var properties: [Int]
+        /// The type of each column after the key.
+        var types: [AttributeType]
+        /// The entity's name, written last in a hierarchy's table (nil otherwise).
+        var entityName: String?
+
+        var rowCount: Int { rows.count }
+
+        /// Writes every row: its key, then one field per column.
+        func write(to writer: inout CopyWriter) throws {
+            var values = [AttributeValue](repeating: entityName.map(AttributeValue.string) ?? .null, count: types.count)
+            for row in rows {
+                for (position, index) in properties.enumerated() { values[position] = row.values[index] }
+                try writer.appendRow(fieldCount: types.count + 1) { buffer in
+                    buffer.writeInteger(Int32(8))
+                    buffer.writeInteger(row.key)
+                    try ValueCoding.writeCopyFields(values, types: types, into: &buffer)
+                }
+            }
+        }
     }
 
     struct Statement: Sendable {
@@ -177,7 +199,7 @@ struct SavePlan: Sendable {
         for (entity, rows) in Self.grouped(inserts, by: \.entity) {
             insertsRows = true
             if rows.count >= Self.copyThreshold {
-                try planCopy(entity, rows)
+                planCopy(entity, rows)
                 continue
             }
             if rows.count == 1 {
@@ -222,21 +244,12 @@ struct SavePlan: Sendable {
         }
     }
 
-    private mutating func planCopy(_ entity: EntityDescription, _ rows: [Insert]) throws {
+    private mutating func planCopy(_ entity: EntityDescription, _ rows: [Insert]) {
         let columns = entity.writableColumnIndices
         let named = entity.isInHierarchy
         let types = columns.map { Self.columnType(entity, $0) } + (named ? [.string] : [])
-        var buffer = PostgresBuffer(capacity: rows.count * (8 + columns.count * 16))
-        var values = [AttributeValue](repeating: named ? .string(entity.name) : .null, count: types.count)
-        for row in rows {
-            buffer.writeInteger(Int16(types.count + 1))
-            buffer.writeInteger(Int32(8))
-            buffer.writeInteger(row.key)
-            for (position, index) in columns.enumerated() { values[position] = row.values[index] }
-            try ValueCoding.writeCopyFields(values, types: types, into: &buffer)
-        }
         let copy = Copy(table: entity.tableName, columns: ["id"] + columns.map(entity.columnName(of:)) + (named ? [EntityDescription.discriminatorColumn] : []),
-                        rows: buffer.bytes, rowCount: rows.count)
+                        rows: rows, properties: columns, types: types, entityName: named ? entity.name : nil)
         statements.append(Statement(sql: "COPY \(quoteIdentifier(entity.tableName))", bindings: PostgresBindings(),
                                     check: .none, copy: copy))
     }

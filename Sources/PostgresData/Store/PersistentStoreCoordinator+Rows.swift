@@ -342,9 +342,7 @@ extension PersistentStoreCoordinator {
             }
             for statement in plan.statements {
                 if let copy = statement.copy {
-                    try await connection.copyRows(into: copy.table, columns: copy.columns) { writer in
-                        try writer.appendEncodedRows(copy.rows, count: copy.rowCount)
-                    }
+                    try await connection.copyRows(into: copy.table, columns: copy.columns) { writer in try copy.write(to: &writer) }
                     continue
                 }
                 let result = try await connection.query(statement.sql, bindings: statement.bindings)
