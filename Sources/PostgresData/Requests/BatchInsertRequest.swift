@@ -66,8 +66,9 @@ public struct BatchInsertRequest: Sendable {
     /// the rows are never all in memory and the server stores rows while the handler makes
     /// more. One dictionary is reused for every row. A row that breaks the model aborts the
     /// insert with an error naming the row and the key, and no row is written. The handler
-    /// runs on the store's connection, once per execution; a copy of the request executing
-    /// at the same time fails instead of calling it concurrently.
+    /// runs on the store's connection, once per execution, while the executing context
+    /// waits: it must not use a context. A copy of the request executing at the same time
+    /// fails instead of calling it concurrently.
     public init(entityName: String, dictionaryHandler handler: sending @escaping (inout [String: (any Sendable)?]) -> Bool) throws {
         self.entityName = entityName
         self.dictionaryRows = DictionaryHandlerRows(handler)
@@ -82,8 +83,9 @@ public struct BatchInsertRequest: Sendable {
     /// goes into `COPY` as the handler returns it (into a temporary table first when IDs come
     /// back or conflicts are handled). A row that breaks the model aborts the insert with an
     /// error naming the row and the attribute, and no row is written. The handler runs on
-    /// the store's connection, once per execution; a copy of the request executing at the
-    /// same time fails instead of calling it concurrently.
+    /// the store's connection, once per execution, while the executing context waits: it
+    /// must not use a context. A copy of the request executing at the same time fails
+    /// instead of calling it concurrently.
     public init<Entity: ManagedObject>(entity: Entity.Type, managedObjectHandler handler: sending @escaping (Entity) -> Bool) throws {
         let description = Entity.entity()
         guard description.isResolved else {
