@@ -73,29 +73,22 @@ struct DictionaryHandlerRows: BatchInsertRowSource {
     /// What turns one dictionary into a COPY row of every writable column of an entity.
     private struct Layout {
         let entity: EntityDescription
-        let columns: [Int]
-        let types: [AttributeType]
+        let columns: BatchInsertColumns
         /// The column slot of each property, -1 for a property without one.
         let slotOfProperty: [Int]
         let defaults: [AttributeValue]
-        /// Per column: what lets a value through without a conversion or a rule to check.
-        let checks: [(isOptional: Bool, type: AttributeType, hasRules: Bool)?]
         /// Required columns without a default, which every row must supply.
         let required: [Int]
 
         init(_ entity: EntityDescription) {
             self.entity = entity
-            columns = entity.writableColumnIndices
-            types = columns.map { SavePlan.columnType(entity, $0) }
+            columns = BatchInsertColumns(entity)
             var slotOfProperty = [Int](repeating: -1, count: entity.properties.count)
-            for (slot, index) in columns.enumerated() { slotOfProperty[index] = slot }
+            for (slot, index) in columns.indices.enumerated() { slotOfProperty[index] = slot }
             self.slotOfProperty = slotOfProperty
-            let defaults = columns.map { entity.defaultValues[$0] }
+            let defaults = columns.indices.map { entity.defaultValues[$0] }
             self.defaults = defaults
-            checks = columns.map { index in
-                entity.properties[index].attribute.map { (isOptional: $0.isOptional, type: $0.attributeType, hasRules: $0.hasValueRules) }
-            }
-            required = columns.enumerated().compactMap { slot, index -> Int? in
+            required = columns.indices.enumerated().compactMap { slot, index -> Int? in
                 guard let attribute = entity.properties[index].attribute, !attribute.isOptional, defaults[slot].isNull else { return nil }
                 return slot
             }
@@ -106,7 +99,7 @@ struct DictionaryHandlerRows: BatchInsertRowSource {
             // The property of each position of the previous row, reused when the key is the same.
             var previous: [(key: String, index: Int)] = []
             var values = defaults
-            var supplied = [Bool](repeating: false, count: columns.count)
+            var supplied = [Bool](repeating: false, count: defaults.count)
             var row = 0
             while true {
                 object.removeAll(keepingCapacity: true)
@@ -125,8 +118,7 @@ struct DictionaryHandlerRows: BatchInsertRowSource {
                     }
                     guard let converted = AttributeValue(batchValue: value) else { throw DictionaryHandlerRows.unstorable(key, value, entity: entity, row: row) }
                     let slot = slotOfProperty[index]
-                    if slot >= 0, let check = checks[slot], !check.hasRules,
-                       converted.isNull ? check.isOptional : converted.fits(check.type) && converted.isInRange(of: check.type) {
+                    if slot >= 0, columns.admits(converted, at: slot) {
                         values[slot] = converted
                     } else {
                         // Checked and converted, or refused when the key is not a column of the table.
@@ -137,9 +129,9 @@ struct DictionaryHandlerRows: BatchInsertRowSource {
                     supplied[slot] = true
                 }
                 for slot in required where !supplied[slot] {
-                    throw PostgresDataError.invalidRequest("batch insert of \(entity.name), row \(row): \(entity.properties[columns[slot]].name) is required and has no default; nothing was written")
+                    throw PostgresDataError.invalidRequest("batch insert of \(entity.name), row \(row): \(entity.properties[columns.indices[slot]].name) is required and has no default; nothing was written")
                 }
-                try writer.appendRow(fieldCount: values.count) { buffer in try ValueCoding.writeCopyFields(values, types: types, into: &buffer) }
+                try writer.appendRow(fieldCount: values.count) { buffer in try ValueCoding.writeCopyFields(values, types: columns.types, into: &buffer) }
                 row += 1
             }
         }

@@ -16,13 +16,7 @@ struct ManagedObjectHandlerRows<Entity: ManagedObject>: BatchInsertRowSource {
         let object = Entity(entity: entity, insertInto: nil)
         object.isInsertedStorage = true
         let defaults = entity.defaultValues
-        let columns = entity.writableColumnIndices
-        let types = columns.map { SavePlan.columnType(entity, $0) }
-        // Per column: its attribute's optionality and type, and whether it has rules beyond
-        // them; relationships (nil) cannot be set through this object.
-        let checks = columns.map { index in
-            entity.properties[index].attribute.map { (isOptional: $0.isOptional, type: $0.attributeType, hasRules: $0.hasValueRules) }
-        }
+        let columns = BatchInsertColumns(entity)
         object.values = PropertyValues(defaults)
         try slot.withHandler(entity) { handler in
             var row = 0
@@ -32,18 +26,17 @@ struct ManagedObjectHandlerRows<Entity: ManagedObject>: BatchInsertRowSource {
                     for index in values.indices { values[index] = defaults[index] }
                 }
                 if handler(object) { break }
-                try writer.appendRow(fieldCount: columns.count) { buffer in
-                    for (position, index) in columns.enumerated() {
+                try writer.appendRow(fieldCount: columns.indices.count) { buffer in
+                    for (position, index) in columns.indices.enumerated() {
                         let value = object.values[index]
-                        if let check = checks[position],
-                           check.hasRules || (value.isNull ? !check.isOptional : !value.fits(check.type) || !value.isInRange(of: check.type)),
-                           let attribute = entity.properties[index].attribute {
+                        // (Relationships cannot be set through this object.)
+                        if !columns.admits(value, at: position), let attribute = entity.properties[index].attribute {
                             let broken = attribute.violations(of: value)
                             guard broken.isEmpty else {
                                 throw PostgresDataError.invalidRequest("batch insert of \(entity.name), row \(row): \(attribute.name) \(broken.joined(separator: "; ")); nothing was written")
                             }
                         }
-                        try ValueCoding.writeField(value, as: types[position], into: &buffer)
+                        try ValueCoding.writeField(value, as: columns.types[position], into: &buffer)
                     }
                 }
                 row += 1
