@@ -47,6 +47,42 @@ import Testing
         #expect(try await container.rawIntegers("SELECT count(*) FROM item") == [10_001])
     }
 
+    @Test func objectsDidChangeNamesEachChangedObjectOnceAndAgainOnceNotified() async throws {
+        let container = try await makeContainer()
+        let context = container.newBackgroundContext()
+        try await context.perform {
+            let (first, second) = (Item(context: context), Item(context: context))
+            first.name = "first"
+            second.name = "second"
+            try context.save()
+            let received = Locked<[ContextObjectsDidChange]>([])
+            let observer = NotificationCenter.default.addObserver(
+                forName: ManagedObjectContext.objectsDidChangeNotification, object: context, queue: nil) { note in
+                if let changes = note.userInfo?["changes"] as? ContextObjectsDidChange {
+                    received.withLock { $0.append(changes) }
+                }
+            }
+            defer { NotificationCenter.default.removeObserver(observer) }
+            func updatedSinceLastNotification() -> Set<ManagedObjectID> {
+                context.processPendingChanges()
+                return received.withLock { $0.last?.updatedObjectIDs ?? [] }
+            }
+            first.weight = 1
+            first.weight = 2
+            second.weight = 3
+            #expect(updatedSinceLastNotification() == [first.objectID, second.objectID])
+            first.weight = 4
+            #expect(updatedSinceLastNotification() == [first.objectID])
+            second.weight = 5
+            context.rollback()
+            second.weight = 6
+            #expect(updatedSinceLastNotification() == [second.objectID])
+            try context.save()
+            first.weight = 7
+            #expect(updatedSinceLastNotification() == [first.objectID])
+        }
+    }
+
     @Test func automaticallyMergesChangesFromSiblingSaves() async throws {
         let container = try await makeContainer()
         let view = container.viewContext

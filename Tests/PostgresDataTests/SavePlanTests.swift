@@ -42,6 +42,30 @@ import Testing
         #expect(statement.verification?.sql.contains("= ANY($1)") == true)
     }
 
+    @Test func updatesAreGroupedByEntityThenByChangedColumnsInTheOrderTheyCameIn() throws {
+        let tag = try #require(testModel.entitiesByName["Tag"])
+        func changing(_ key: Int64, _ names: String...) -> SavePlan.Update {
+            var row = update(key, weight: key)
+            row.changed = names.compactMap(item.propertyIndex(named:))
+            return row
+        }
+        let tagged = SavePlan.Update(entity: tag, key: 3, version: 701, values: [.string("red"), .null],
+                                     changed: [tag.propertyIndex(named: "label")!])
+        let updates = [changing(7, "weight"), tagged, changing(8, "name"), changing(9, "weight"),
+                       changing(12, "name", "weight"), changing(10, "name")]
+        let plan = try SavePlan(inserts: [], updates: updates, deletes: [], joinInserts: [], joinDeletes: [])
+        let groups = plan.statements.map { statement -> [Int64] in
+            guard case .versions(_, let keys, _) = statement.check else { return [] }
+            return keys
+        }
+        #expect(groups == [[7, 9], [8, 10], [12], [3]])
+        #expect(plan.statements[0].sql.contains(#"SET "weight" = u.c0"#))
+        #expect(plan.statements[1].sql.contains(#"SET "name" = u.c0"#))
+        #expect(plan.statements[2].sql.contains(#"SET "name" = $3::text, "weight" = $4::bigint"#))
+        #expect(plan.statements[3].sql.hasPrefix(#"UPDATE "tag" AS t SET "label" = $3::text"#))
+        #expect(boundValues(plan.statements[1].bindings) == ["int8[] {8,10}", "xid[] {700,700}", "text[] {'n8','n10'}"])
+    }
+
     @Test func deletionsFailByThemselvesWhenARowChangedUnderneath() throws {
         let plan = try SavePlan(inserts: [], updates: [], deletes: [.init(entity: item, key: 5, version: 9)],
                                 joinInserts: [], joinDeletes: [])

@@ -9,6 +9,9 @@ extension Array: PostgresEncodable where Element: PostgresArrayElement {
     @_specialize(where Element == Int32)
     @_specialize(where Element == String)
     public func encode(into buffer: inout PostgresBuffer) throws {
+        // A header, then a length and the value per element (its size in memory, a guess for
+        // variable-length types).
+        buffer.reserveCapacity(forAdditional: 20 + count * (4 + MemoryLayout<Element>.size))
         buffer.writeInteger(Int32(isEmpty ? 0 : 1))  // dimensions
         buffer.writeInteger(Int32(contains { $0.isPostgresNull } ? 1 : 0))
         buffer.writeInteger(Element.postgresType.oid)

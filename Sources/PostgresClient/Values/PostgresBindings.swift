@@ -26,6 +26,12 @@ public struct PostgresBindings: Sendable {
     public var count: Int { offsets.count }
     public var isEmpty: Bool { offsets.isEmpty }
 
+    /// Makes room for about `bytes` more bytes of values, so that encoding large arrays
+    /// grows (and copies) the buffer at most once.
+    public mutating func reserveCapacity(forAdditionalBytes bytes: Int) {
+        buffer.reserveCapacity(forAdditional: bytes)
+    }
+
     /// Appends a value as the next parameter; `Optional.none` appends NULL.
     public mutating func append<Value: PostgresEncodable>(_ value: Value) throws {
         types.append(Value.postgresType.oid)

@@ -22,11 +22,15 @@ public struct PostgresBuffer: Sendable {
     /// Writes an integer in network byte order.
     @inlinable
     public mutating func writeInteger<T: FixedWidthInteger>(_ value: T) {
-        var shift = T.bitWidth - 8
-        while shift >= 0 {
-            storage.append(UInt8(truncatingIfNeeded: value >> shift))
-            shift -= 8
-        }
+        withUnsafeBytes(of: value.bigEndian) { storage.append(contentsOf: $0) }
+    }
+
+    /// Makes room for `count` more bytes, so that writing them grows the storage at most once.
+    @inlinable
+    public mutating func reserveCapacity(forAdditional count: Int) {
+        let needed = storage.count + count
+        // Geometric growth: reserving exactly what each call needs would copy every time.
+        if needed > storage.capacity { storage.reserveCapacity(max(needed, 2 * storage.capacity)) }
     }
 
     @inlinable

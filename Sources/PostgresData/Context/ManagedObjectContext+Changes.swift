@@ -81,7 +81,7 @@ extension ManagedObjectContext {
         guard !object.isInsertedStorage, !object.isDeletedStorage else { return }
         if object.isUpdated {
             updatedSet[key] = object
-            pendingChanges.updated.insert(object.objectID)
+            pendingChanges.noteUpdated(object)
         } else {
             updatedSet[key] = nil
         }

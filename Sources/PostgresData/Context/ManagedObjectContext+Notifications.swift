@@ -26,16 +26,17 @@ extension ManagedObjectContext {
     public func processPendingChanges() {
         if !undoBaselines.isEmpty { registerUndoForEvent() }
         guard !pendingChanges.isEmpty else { return }
+        let updated = pendingChanges.updatedObjects.map(\.objectID)
         if eventBaselines != nil {
-            for id in pendingChanges.updated.union(pendingChanges.inserted) {
+            for id in Set(updated).union(pendingChanges.inserted) {
                 guard let object = registered[id], !object.isFaultStorage else { continue }
                 eventBaselines?[id] = object.values
             }
         }
         let changes = ContextObjectsDidChange(
-            insertedObjectIDs: Set(pendingChanges.inserted), updatedObjectIDs: pendingChanges.updated,
+            inserted: CollectedObjectIDs(collecting: pendingChanges.inserted), updated: CollectedObjectIDs(collecting: updated),
             deletedObjectIDs: pendingChanges.deleted, refreshedObjectIDs: pendingChanges.refreshed)
-        pendingChanges = PendingChanges()
+        pendingChanges.removeAll()
         notificationHub.post(.objectsDidChange(changes))
         for observer in notificationHub.observers() { observer.body(changes) }
         NotificationCenter.default.post(name: Self.objectsDidChangeNotification, object: self, userInfo: ["changes": changes])

@@ -65,8 +65,7 @@ extension ManagedObjectContext {
         insertedSet = [:]
         updatedSet = [:]
         deletedSet = [:]
-        pendingChanges = PendingChanges()
-        didSave(ContextDidSave(insertedObjectIDs: Set(inserted.map(\.id)), updatedObjectIDs: Set(updated.map(\.id)),
-                               deletedObjectIDs: Set(deleted), contextName: name))
+        pendingChanges.removeAll()
+        didSave(ContextDidSave(inserted: inserted.map(\.id), updated: updated.map(\.id), deleted: deleted, contextName: name))
     }
 }

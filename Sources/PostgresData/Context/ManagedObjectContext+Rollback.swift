@@ -55,7 +55,7 @@ extension ManagedObjectContext {
         unfilledFaults = []
         faultErrors = []
         inaccessibleIDs = []
-        pendingChanges = PendingChanges()
+        pendingChanges.removeAll()
     }
 
     /// Updates an object from the store: without `mergeChanges` its unsaved changes are

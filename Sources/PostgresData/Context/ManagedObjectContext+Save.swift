@@ -207,8 +207,18 @@ extension ManagedObjectContext {
                                            values: try translate(object.values.array, of: object)))
         }
         var updates: [SavePlan.Update] = []
+        updates.reserveCapacity(updatedSet.count)
+        // Objects of one entity changing the same properties (the usual save) share one array.
+        var shared: (entity: EntityDescription, properties: PropertySet, columns: [Int])?
         for object in updatedSet.values {
-            let changed = object.entity.writableColumnIndices.filter(object.changedProperties.contains)
+            let properties = object.changedProperties
+            let changed: [Int]
+            if let shared, shared.entity === object.entity, shared.properties == properties {
+                changed = shared.columns
+            } else {
+                changed = object.entity.writableColumnIndices.filter(properties.contains)
+                shared = (object.entity, properties, changed)
+            }
             updates.append(SavePlan.Update(entity: object.entity, key: object.objectID.primaryKey!,
                                            version: object.snapshot?.version ?? 0,
                                            values: try translate(object.values.array, of: object), changed: changed))

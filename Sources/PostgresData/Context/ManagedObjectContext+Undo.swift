@@ -142,7 +142,7 @@ extension ManagedObjectContext {
         switch membership {
         case .inserted: pendingChanges.inserted.append(object.objectID)
         case .deleted: pendingChanges.deleted.insert(object.objectID)
-        default: pendingChanges.updated.insert(object.objectID)
+        default: pendingChanges.noteUpdated(object)
         }
     }
 }

@@ -71,11 +71,13 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     /// ``stalenessInterval``'s bits, read without a lock by every fault that fills.
     private let stalenessBits = Atomic<UInt64>((-1.0).bitPattern)
 
-    // Confined to `queue`.
+    // Confined to `queue`. The change sets and pending changes, which every change of an
+    // object touches, skip Swift's dynamic exclusivity checks (a third of noting a change):
+    // only the queue's code reaches them, and it holds no overlapping accesses.
     let registered = IdentityMap()
-    var insertedSet = ObjectSet()
-    var updatedSet = ObjectSet()
-    var deletedSet = ObjectSet()
+    @exclusivity(unchecked) var insertedSet = ObjectSet()
+    @exclusivity(unchecked) var updatedSet = ObjectSet()
+    @exclusivity(unchecked) var deletedSet = ObjectSet()
     /// False while no object of the context has loaded a relationship stored elsewhere (set
     /// by the object when one does, cleared by `reset()`): saves and merges then skip the
     /// walk over every registered object that looks for them.
@@ -87,7 +89,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     var faultErrors: [PostgresDataError] = []
     /// Objects whose row was found gone when they were filled (they read as deleted).
     var inaccessibleIDs: Set<ManagedObjectID> = []
-    var pendingChanges = PendingChanges()
+    @exclusivity(unchecked) var pendingChanges = PendingChanges()
     /// The batches of batched fetches filled most recently, oldest first.
     var filledBatches: [FaultingBatch] = []
     /// True while a fetch request that allows the replica runs.
@@ -98,7 +100,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     /// The loaded store's metrics for the operation under way (read once per operation).
     var activeMetrics: StoreMetrics?
     /// While `willSave()` hooks run: the objects they change, insert or delete.
-    var hookChanges: [ManagedObject]?
+    @exclusivity(unchecked) var hookChanges: [ManagedObject]?
     /// During a save: the positions it writes for ordered relationships, by owner and
     /// relationship, which the relationships keep once it commits.
     var plannedPositions: [ObjectIdentifier: [Int: [Double]]] = [:]
@@ -262,6 +264,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     deinit {
         if parent == nil { persistentStoreCoordinator.forgetContext(ObjectIdentifier(self)) }
         unregisterAll()
+        pendingChanges.removeAll()
     }
 
     /// Empties the identity map: every registered object leaves the context (objects hold

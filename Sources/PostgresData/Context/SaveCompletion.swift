@@ -92,11 +92,10 @@ struct SaveCompletion {
         context.deletedSet = [:]
         // Saved values are the committed ones, which an event's changes are measured from.
         if context.eventBaselines != nil { context.eventBaselines = [:] }
-        context.pendingChanges = PendingChanges()
+        context.pendingChanges.removeAll()
         var payload = ContextDidSave(
-            insertedObjectIDs: Set(inserted.map(\.objectID)), updatedObjectIDs: Set(updated.map(\.objectID)),
-            deletedObjectIDs: Set(deleted.map(\.objectID)), contextName: context.name)
-        payload.updatedObjectIDs.formUnion(adopted.map(\.0.objectID))
+            inserted: inserted.map(\.objectID), updated: updated.map(\.objectID) + adopted.map(\.0.objectID),
+            deleted: deleted.map(\.objectID), contextName: context.name)
         payload.walPosition = context.replayFloor
         context.didSave(payload)
         coordinator.didSave(payload, from: context)

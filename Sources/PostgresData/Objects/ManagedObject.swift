@@ -29,6 +29,8 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     var isDeletedStorage = false
     /// True while the object's context holds a reference in the coordinator's row cache for it.
     @exclusivity(unchecked) var holdsCacheReference = false
+    /// True while the context's pending changes list the object as updated.
+    @exclusivity(unchecked) var isPendingUpdate = false
     /// True while ``values`` are those of the snapshot, a row of ``DecodedRows``.
     @exclusivity(unchecked) private var valuesInSnapshot = false
     /// The context, while the object is registered in it. Not a weak reference (forming one
@@ -385,6 +387,8 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     func validateProperties() throws {
         willAccessValues()
         var failures: [ValidationFailure] = []
+        let values = self.values
+        let entity = self.entity
         for (index, rule) in entity.attributeRules {
             var reasons = rule.violations(of: values[index])
             if reasons.isEmpty && !rule.predicates.isEmpty { reasons = predicateViolations(rule, at: index) }

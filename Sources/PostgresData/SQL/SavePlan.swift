@@ -255,51 +255,85 @@ struct SavePlan: Sendable {
     }
 
     private mutating func planUpdates(_ updates: [Update]) throws {
-        for (entity, rows) in Self.grouped(updates, by: \.entity) {
-            var byColumns: [[Int]: [Update]] = [:]
-            var order: [[Int]] = []
-            for row in rows {
-                if byColumns[row.changed] == nil { order.append(row.changed) }
-                byColumns[row.changed, default: []].append(row)
-            }
-            for changed in order {
-                let group = byColumns[changed]!
-                var bindings = PostgresBindings()
-                var assignments: [String] = []
-                let sql: String
-                if group.count == 1 {
-                    // One row: scalar parameters, which the server parses and plans faster than unnest.
-                    try bindings.append(group[0].key)
-                    try bindings.append(TransactionID(group[0].version))
-                    for index in changed {
-                        let type = Self.columnType(entity, index)
-                        try ValueCoding.append(group[0].values[index], of: type, to: &bindings)
-                        assignments.append("\(quoteIdentifier(entity.columnName(of: index))) = $\(bindings.count)::\(type.sqlType)")
-                    }
-                    if assignments.isEmpty { assignments.append("\"id\" = t.\"id\"") }
-                    sql = "UPDATE \(quoteIdentifier(entity.tableName)) AS t SET \(assignments.joined(separator: ", ")) WHERE t.\"id\" = $1 AND t.xmin = $2 RETURNING t.\"id\", t.xmin"
-                } else {
-                    try bindings.append(group.map(\.key))
-                    try bindings.append(group.map { TransactionID($0.version) })
-                    var casts = ["$1::bigint[]", "$2::xid[]"]
-                    var aliases = ["k", "v"]
-                    for (position, index) in changed.enumerated() {
-                        let type = Self.columnType(entity, index)
-                        try ValueCoding.appendArray(group.map { $0.values[index] }, of: type, to: &bindings)
-                        casts.append("$\(bindings.count)::\(type.sqlType)[]")
-                        aliases.append("c\(position)")
-                        assignments.append("\(quoteIdentifier(entity.columnName(of: index))) = u.c\(position)")
-                    }
-                    // Only join-table changes: still check (and bump) the version.
-                    if assignments.isEmpty { assignments.append("\"id\" = u.k") }
-                    sql = "UPDATE \(quoteIdentifier(entity.tableName)) AS t SET \(assignments.joined(separator: ", ")) FROM unnest(\(casts.joined(separator: ", "))) AS u(\(aliases.joined(separator: ", "))) WHERE t.\"id\" = u.k AND t.xmin = u.v RETURNING t.\"id\", t.xmin"
+        for (entity, changed, rows) in Self.updateGroups(updates) {
+            var bindings = PostgresBindings()
+            var assignments: [String] = []
+            let sql: String
+            let keys = rows.map { updates[$0].key }
+            let versions = rows.map { updates[$0].version }
+            if rows.count == 1 {
+                // One row: scalar parameters, which the server parses and plans faster than unnest.
+                let row = updates[rows[0]]
+                try bindings.append(row.key)
+                try bindings.append(TransactionID(row.version))
+                for index in changed {
+                    let type = Self.columnType(entity, index)
+                    try ValueCoding.append(row.values[index], of: type, to: &bindings)
+                    assignments.append("\(quoteIdentifier(entity.columnName(of: index))) = $\(bindings.count)::\(type.sqlType)")
                 }
-                let keys = group.map(\.key)
-                statements.append(Statement(
-                    sql: sql, bindings: bindings, check: .versions(entity: entity, keys: keys, versions: group.map(\.version)),
-                    verification: isPipelined ? try Self.verification(of: entity, keys: keys) : nil))
+                if assignments.isEmpty { assignments.append("\"id\" = t.\"id\"") }
+                sql = "UPDATE \(quoteIdentifier(entity.tableName)) AS t SET \(assignments.joined(separator: ", ")) WHERE t.\"id\" = $1 AND t.xmin = $2 RETURNING t.\"id\", t.xmin"
+            } else {
+                // Keys and versions, then each changed column: a header, and a length and
+                // (for most types) at most 8 bytes per value.
+                bindings.reserveCapacity(forAdditionalBytes: 20 * (2 + changed.count) + rows.count * (20 + 12 * changed.count))
+                try bindings.append(keys)
+                try bindings.append(versions.map(TransactionID.init))
+                var casts = ["$1::bigint[]", "$2::xid[]"]
+                var aliases = ["k", "v"]
+                for (position, index) in changed.enumerated() {
+                    let type = Self.columnType(entity, index)
+                    try ValueCoding.appendArray(rows.lazy.map { updates[$0].values[index] }, of: type, to: &bindings)
+                    casts.append("$\(bindings.count)::\(type.sqlType)[]")
+                    aliases.append("c\(position)")
+                    assignments.append("\(quoteIdentifier(entity.columnName(of: index))) = u.c\(position)")
+                }
+                // Only join-table changes: still check (and bump) the version.
+                if assignments.isEmpty { assignments.append("\"id\" = u.k") }
+                sql = "UPDATE \(quoteIdentifier(entity.tableName)) AS t SET \(assignments.joined(separator: ", ")) FROM unnest(\(casts.joined(separator: ", "))) AS u(\(aliases.joined(separator: ", "))) WHERE t.\"id\" = u.k AND t.xmin = u.v RETURNING t.\"id\", t.xmin"
             }
+            statements.append(Statement(
+                sql: sql, bindings: bindings, check: .versions(entity: entity, keys: keys, versions: versions),
+                verification: isPipelined ? try Self.verification(of: entity, keys: keys) : nil))
         }
+    }
+
+    /// The updates grouped by entity, then by the columns they change, as positions in
+    /// `updates`: entities in first-seen order, and within one, sets of columns in first-seen
+    /// order. The rows are not copied, and a run of rows changing the same columns of one
+    /// entity (the usual save) costs one comparison each.
+    static func updateGroups(_ updates: [Update]) -> [(entity: EntityDescription, changed: [Int], rows: [Int])] {
+        struct GroupKey: Hashable {
+            let entity: ObjectIdentifier
+            let changed: [Int]
+        }
+        var groups: [(entity: EntityDescription, changed: [Int], rows: [Int])] = []
+        var positions: [GroupKey: Int] = [:]
+        var last = -1
+        for (position, update) in updates.enumerated() {
+            if last < 0 || groups[last].entity !== update.entity || groups[last].changed != update.changed {
+                let key = GroupKey(entity: ObjectIdentifier(update.entity), changed: update.changed)
+                if let known = positions[key] {
+                    last = known
+                } else {
+                    last = groups.count
+                    positions[key] = last
+                    groups.append((update.entity, update.changed, []))
+                }
+            }
+            groups[last].rows.append(position)
+        }
+        guard groups.count > 1 else { return groups }
+        // Stable by entity's first appearance; groups of one entity keep their order.
+        var entityOrder: [ObjectIdentifier: Int] = [:]
+        for group in groups where entityOrder[ObjectIdentifier(group.entity)] == nil {
+            entityOrder[ObjectIdentifier(group.entity)] = entityOrder.count
+        }
+        return groups.enumerated().sorted { lhs, rhs in
+            let left = entityOrder[ObjectIdentifier(lhs.element.entity), default: 0]
+            let right = entityOrder[ObjectIdentifier(rhs.element.entity), default: 0]
+            return left != right ? left < right : lhs.offset < rhs.offset
+        }.map(\.element)
     }
 
     private mutating func planDeletes(_ deletes: [Delete]) throws {

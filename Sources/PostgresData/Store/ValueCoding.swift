@@ -55,8 +55,10 @@ enum ValueCoding {
     }
 
     /// A one-dimensional array parameter of `type` holding `values` (NULL elements allowed).
-    static func appendArray(_ values: [AttributeValue], of type: AttributeType, to bindings: inout PostgresBindings) throws {
+    static func appendArray(_ values: some Collection<AttributeValue>, of type: AttributeType, to bindings: inout PostgresBindings) throws {
         try bindings.append(type: type.postgresArrayType) { buffer in
+            // A header, then a length and (for most types) at most 8 bytes per element.
+            buffer.reserveCapacity(forAdditional: 20 + 12 * values.count)
             buffer.writeInteger(Int32(1))
             buffer.writeInteger(Int32(values.contains { $0.isNull } ? 1 : 0))
             buffer.writeInteger(type.postgresType.oid)
