@@ -62,14 +62,18 @@ struct ObjectSet: ExpressibleByDictionaryLiteral {
                 removeValue(forKey: key)
                 return
             }
-            if let position = positions[Address(identifier: key)] {
-                list[position] = newValue
-            } else {
-                positions[Address(identifier: key)] = list.count
+            // One probe: the position is read, or the next one inserted, in place.
+            let next = list.count
+            let position = Self.value(of: &positions[Address(identifier: key), default: next])
+            if position == next {
                 list.append(newValue)
+            } else {
+                list[position] = newValue
             }
         }
     }
+
+    private static func value(of position: inout Int) -> Int { position }
 
     /// Removes the object with `key`; returns it, if it was there.
     @discardableResult
