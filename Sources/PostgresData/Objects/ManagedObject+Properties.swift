@@ -158,10 +158,10 @@ extension ManagedObject {
             values[index] = value
             return
         }
-        guard values[index] != value else { return }
+        guard currentValue(at: index) != value else { return }
         contextStorage?.willChangeForUndo(self)
         values[index] = value
-        if let snapshot, snapshot.values[index] == value {
+        if let snapshot, snapshot.value(at: index) == value {
             changedProperties.remove(index)
         } else {
             changedProperties.insert(index)
