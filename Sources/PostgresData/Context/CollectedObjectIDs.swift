@@ -27,7 +27,7 @@ struct CollectedObjectIDs: Sendable, Hashable {
 
     private let form: Form
 
-    init(_ set: Set<ManagedObjectID> = []) { form = .set(set) }
+    init(_ set: Set<ManagedObjectID>) { form = .set(set) }
 
     /// IDs as collected (repeats allowed).
     init(collecting ids: [ManagedObjectID]) { form = ids.isEmpty ? .set([]) : .list(List(ids)) }
@@ -36,13 +36,6 @@ struct CollectedObjectIDs: Sendable, Hashable {
         switch form {
         case .set(let set): set
         case .list(let list): list.made
-        }
-    }
-
-    var isEmpty: Bool {
-        switch form {
-        case .set(let set): set.isEmpty
-        case .list(let list): list.ids.isEmpty
         }
     }
 
