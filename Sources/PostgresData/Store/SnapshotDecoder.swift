@@ -92,10 +92,22 @@ struct SnapshotDecoder: Sendable {
         return (key, RowSnapshot(values: try values(of: row), version: version))
     }
 
-    /// The row's key and version.
+    /// The row's key and version. For a result whose first columns are a binary `bigint` and
+    /// `xid` (``fast``), read straight from their bytes.
     @inline(__always)
     func identity(of row: Row) throws -> (Int64, UInt32) {
-        (try row.decode(Int64.self, at: 0), try row.decode(TransactionID.self, at: 1).rawValue)
+        guard fast else { return (try row.decode(Int64.self, at: 0), try row.decode(TransactionID.self, at: 1).rawValue) }
+        return (try Self.integer(Int64.self, of: row, at: 0), try Self.integer(UInt32.self, of: row, at: 1))
+    }
+
+    @inline(__always)
+    private static func integer<T: FixedWidthInteger>(_: T.Type, of row: Row, at column: Int) throws -> T {
+        try row.withUnsafeBytes(at: column) { bytes in
+            guard let bytes, bytes.count == MemoryLayout<T>.size else {
+                throw PostgresDataError.invalidRequest("column \(column) of a row holds \(bytes.map { "\($0.count) bytes" } ?? "NULL"), not a \(T.self)")
+            }
+            return T(bigEndian: bytes.loadUnaligned(as: T.self))
+        }
     }
 
     /// The row's values, one per property.
