@@ -327,7 +327,10 @@ extension ManagedObjectContext {
     /// the identity map, foreign-key values and loaded relationships that point at them.
     func makeAllocatedKeysPermanent(_ objects: [ManagedObject]) {
         var destinations: Set<EntityDescription> = []
-        for object in objects where object.allocatedKey != 0 && !destinations.contains(object.entity) {
+        // Runs of objects of one entity (the usual save) hash their entity once.
+        var last: EntityDescription?
+        for object in objects where object.entity !== last && object.allocatedKey != 0 {
+            last = object.entity
             destinations.insert(object.entity)
         }
         guard !destinations.isEmpty else { return }
