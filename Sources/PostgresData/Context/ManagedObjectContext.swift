@@ -72,7 +72,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     private let stalenessBits = Atomic<UInt64>((-1.0).bitPattern)
 
     // Confined to `queue`. The change sets and pending changes, which every change of an
-    // object touches, skip Swift's dynamic exclusivity checks (a third of noting a change):
+    // object touches, skip Swift's dynamic exclusivity checks (a sixth to a fifth of noting a change):
     // only the queue's code reaches them, and it holds no overlapping accesses.
     let registered = IdentityMap()
     @exclusivity(unchecked) var insertedSet = ObjectSet()
