@@ -67,12 +67,7 @@ struct ColumnDecoder: Sendable {
         }
         return try row.withUnsafeBytes(at: column) { bytes throws -> AttributeValue in
             guard let bytes else { return .null }
-            func integer<T: FixedWidthInteger>(_: T.Type) throws -> T {
-                guard bytes.count == MemoryLayout<T>.size else {
-                    throw PostgresDataError.invalidRequest("column \(column) holds \(bytes.count) bytes, not a \(T.self)")
-                }
-                return T(bigEndian: bytes.loadUnaligned(as: T.self))
-            }
+            func integer<T: FixedWidthInteger>(_: T.Type) throws -> T { try Self.integer(T.self, from: bytes, column: column) }
             switch step {
             case .int16: return .integer(Int64(try integer(Int16.self)))
             case .int32: return .integer(Int64(try integer(Int32.self)))
@@ -93,5 +88,14 @@ struct ColumnDecoder: Sendable {
             case .general: preconditionFailure("handled above")
             }
         }
+    }
+
+    /// A binary integer column's value (`bytes`, nil for NULL); NULL or another size throws.
+    @inline(__always)
+    static func integer<T: FixedWidthInteger>(_: T.Type, from bytes: UnsafeRawBufferPointer?, column: Int) throws -> T {
+        guard let bytes, bytes.count == MemoryLayout<T>.size else {
+            throw PostgresDataError.invalidRequest("column \(column) holds \(bytes.map { "\($0.count) bytes" } ?? "NULL"), not a \(T.self)")
+        }
+        return T(bigEndian: bytes.loadUnaligned(as: T.self))
     }
 }

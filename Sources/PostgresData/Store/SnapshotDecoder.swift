@@ -97,17 +97,8 @@ struct SnapshotDecoder: Sendable {
     @inline(__always)
     func identity(of row: Row) throws -> (Int64, UInt32) {
         guard fast else { return (try row.decode(Int64.self, at: 0), try row.decode(TransactionID.self, at: 1).rawValue) }
-        return (try Self.integer(Int64.self, of: row, at: 0), try Self.integer(UInt32.self, of: row, at: 1))
-    }
-
-    @inline(__always)
-    private static func integer<T: FixedWidthInteger>(_: T.Type, of row: Row, at column: Int) throws -> T {
-        try row.withUnsafeBytes(at: column) { bytes in
-            guard let bytes, bytes.count == MemoryLayout<T>.size else {
-                throw PostgresDataError.invalidRequest("column \(column) of a row holds \(bytes.map { "\($0.count) bytes" } ?? "NULL"), not a \(T.self)")
-            }
-            return T(bigEndian: bytes.loadUnaligned(as: T.self))
-        }
+        return (try row.withUnsafeBytes(at: 0) { try ColumnDecoder.integer(Int64.self, from: $0, column: 0) },
+                try row.withUnsafeBytes(at: 1) { try ColumnDecoder.integer(UInt32.self, from: $0, column: 1) })
     }
 
     /// The row's values, one per property.
