@@ -89,9 +89,11 @@ extension ManagedObjectContext {
         if shares { cached.reserveCapacity(rows.count) }
         registered.reserve(rows.count)
         var refreshed: [(ManagedObjectID, RowSnapshot)] = []
-        // Objects given values here: told so (awakeFromFetch) once registration is done.
-        var awakened: [ManagedObject] = []
-        if !asFaults { awakened.reserveCapacity(rows.count) }
+        // Whether each object of `objects` was given values here: told so (awakeFromFetch)
+        // once registration is done. (A flag per object, not a list of them: no reference
+        // counting per row.)
+        var awakened: [Bool] = []
+        awakened.reserveCapacity(rows.count)
         for (key, row) in rows {
             let id = ManagedObjectID(entity: entity, primaryKey: key)
             // Objects are filled with decoded rows; faults leave theirs as they came.
@@ -103,16 +105,17 @@ extension ManagedObjectContext {
             if let missing, isNew || object.isFaultStorage {
                 object.fill(with: snapshot)
                 object.missingProperties = missing
-                awakened.append(object)
+                awakened.append(true)
                 continue
             }
             if isNew {
-                if !asFaults { awakened.append(object) }
+                awakened.append(!asFaults)
                 if shares {
                     object.holdsCacheReference = true
                     cached.append((id, snapshot))
                 }
             } else if object.isFaultStorage && asFaults {
+                awakened.append(false)
                 object.pendingRow = nil
                 if object.holdsCacheReference {
                     refreshed.append((id, snapshot))
@@ -122,21 +125,24 @@ extension ManagedObjectContext {
                 }
             } else if object.isFaultStorage {
                 object.fill(with: snapshot)
-                awakened.append(object)
+                awakened.append(true)
                 if shares && !object.holdsCacheReference {
                     cached.append((id, snapshot))
                     object.holdsCacheReference = true
                 }
             } else if refreshingChanged && !object.hasChanges && object.snapshot?.version != snapshot.version {
                 // shouldRefreshRefetchedObjects: the row moved since the object read it.
+                awakened.append(false)
                 rebase(object, onto: snapshot, keepLocalChanges: false)
                 if object.holdsCacheReference { refreshed.append((id, snapshot)) }
+            } else {
+                awakened.append(false)
             }
         }
         let coordinator = persistentStoreCoordinator
         if !cached.isEmpty { coordinator.retainCachedRows(cached) }
         if !refreshed.isEmpty { coordinator.refreshCachedRows(refreshed) }
-        for object in awakened { object.awakeFromFetch() }
+        for (object, isAwakened) in zip(objects, awakened) where isAwakened { object.awakeFromFetch() }
         return objects
     }
 
