@@ -7,7 +7,7 @@ struct CursorFetch<Result>: @unchecked Sendable {
     /// kept encoded.
     enum Batch: Sendable {
         case keys([Int64])
-        case rows([(Int64, RowSnapshot)])
+        case rows(SnapshotBatch)
         case encoded(EncodedRows)
 
         var count: Int {
@@ -63,7 +63,7 @@ struct CursorFetch<Result>: @unchecked Sendable {
             if idsOnly { return .keys(try result.map { try $0.decode(Int64.self, at: 0) }) }
             let decoder = SnapshotDecoder(entity: entity, result: result)
             if let reader, let rows = try EncodedRows(result, decoder: decoder, reader: reader) { return .encoded(rows) }
-            return .rows(try decoder.snapshots(of: result, rows: 0..<result.count))
+            return .rows(try decoder.batch(of: result, rows: 0..<result.count))
         }
     }
 

@@ -149,7 +149,7 @@ extension ManagedObjectContext {
             }
             var registered: [ManagedObject] = []
             func register(_ batch: SnapshotBatch) {
-                registered.append(contentsOf: self.register(batch.rows, entity: entity, asFaults: request.returnsObjectsAsFaults && missing == nil,
+                registered.append(contentsOf: self.register(batch, entity: entity, asFaults: request.returnsObjectsAsFaults && missing == nil,
                                                             sharesRows: request.returnsObjectsAsFaults && missing == nil,
                                                             refreshingChanged: request.shouldRefreshRefetchedObjects && missing == nil,
                                                             missing: missing))
@@ -159,8 +159,8 @@ extension ManagedObjectContext {
                 query.rest = nil
                 // Sized once for the whole result: growing a map of a million objects batch by
                 // batch would rehash it about eight times.
-                registered.reserveCapacity(query.first.total)
-                self.registered.reserve(query.first.total)
+                registered.reserveCapacity(query.total)
+                self.registered.reserve(query.total)
                 // Decoding (on the library's executor, off the connection) and registering
                 // (here) overlap, batch by batch. Only the decoding task keeps the result, so
                 // it is freed once decoded, while the last batches are registered.

@@ -77,7 +77,7 @@ extension ManagedObjectContext {
     /// With `missing` (a fetch with ``FetchRequest/propertiesToFetch``), the rows hold NULL for
     /// those properties: the objects filled here keep them to themselves, marked partial, and
     /// load the whole row when one of them is read; objects already filled keep theirs.
-    func register(_ rows: [(Int64, RowSnapshot)], entity: EntityDescription, asFaults requestedFaults: Bool = false,
+    func register(_ rows: some FetchedRows, entity: EntityDescription, asFaults requestedFaults: Bool = false,
                   sharesRows: Bool = true, fromReplica: Bool? = nil, refreshingChanged: Bool = false,
                   missing: PropertySet? = nil) -> [ManagedObject] {
         let fromReplica = (fromReplica ?? readsFromReplica) || queryGeneration != nil
@@ -94,8 +94,9 @@ extension ManagedObjectContext {
         // counting per row.)
         var awakened: [Bool] = []
         awakened.reserveCapacity(rows.count)
-        for (key, row) in rows {
-            let id = ManagedObjectID(entity: entity, primaryKey: key)
+        for index in 0..<rows.count {
+            let id = ManagedObjectID(entity: entity, primaryKey: rows.key(at: index))
+            let row = rows.snapshot(at: index)
             // Objects are filled with decoded rows; faults leave theirs as they came.
             let snapshot = asFaults ? row : row.decoded()
             let (object, isNew) = registered.object(for: id) {

@@ -46,24 +46,24 @@ struct SnapshotDecoder: Sendable {
     /// The rows `range` of `result`, each with its key; their values decoded into arrays
     /// shared by up to ``chunkRows`` rows.
     func snapshots(of result: QueryResult, rows range: Range<Int>) throws -> [(Int64, RowSnapshot)] {
-        var rows: [(Int64, RowSnapshot)] = []
-        rows.reserveCapacity(range.count)
-        guard fast else {
-            for index in range { rows.append(try decode(result[index])) }
-            return rows
-        }
+        try batch(of: result, rows: range).rows
+    }
+
+    /// The rows `range` of `result` as one batch: their keys and versions, their values
+    /// decoded into arrays shared by up to ``chunkRows`` rows.
+    func batch(of result: QueryResult, rows range: Range<Int>) throws -> SnapshotBatch {
+        guard fast else { return SnapshotBatch(rows: try range.map { try decode(result[$0]) }) }
+        var identities: [(key: Int64, version: UInt32)] = []
+        identities.reserveCapacity(range.count)
+        var chunks: [DecodedRows] = []
+        chunks.reserveCapacity((range.count + Self.chunkRows - 1) / Self.chunkRows)
         var start = range.lowerBound
         while start < range.upperBound {
             let end = min(range.upperBound, start + Self.chunkRows)
-            var identities: [(Int64, UInt32)] = []
-            identities.reserveCapacity(end - start)
-            let decoded = try values(of: result, rows: start..<end) { row in identities.append(try identity(of: row)) }
-            for (row, (key, version)) in identities.enumerated() {
-                rows.append((key, RowSnapshot(row: row, of: decoded, version: version)))
-            }
+            chunks.append(try values(of: result, rows: start..<end) { row in identities.append(try identity(of: row)) })
             start = end
         }
-        return rows
+        return SnapshotBatch(identities: identities, chunks: chunks)
     }
 
     /// The values of the rows `range` of `result` in one shared array, each row given to

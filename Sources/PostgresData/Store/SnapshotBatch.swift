@@ -1,0 +1,64 @@
+/// Fetched rows as a context registers them: a key and a snapshot per row.
+protocol FetchedRows {
+    var count: Int { get }
+    func key(at index: Int) -> Int64
+    func snapshot(at index: Int) -> RowSnapshot
+}
+
+extension Array: FetchedRows where Element == (Int64, RowSnapshot) {
+    @inline(__always) func key(at index: Int) -> Int64 { self[index].0 }
+    @inline(__always) func snapshot(at index: Int) -> RowSnapshot { self[index].1 }
+}
+
+/// Rows of one result decoded together (``SnapshotDecoder/batch(of:rows:)``): keys and
+/// versions in one array, values in ``DecodedRows`` of ``SnapshotDecoder/chunkRows`` rows
+/// each. A row's ``RowSnapshot`` is made when it is registered, so a batch counts one
+/// reference per chunk, not one per row (two reference-count changes fewer per row, and no
+/// array of snapshots to make and free).
+struct SnapshotBatch: FetchedRows, Sendable {
+    private enum Storage {
+        case chunked(identities: [(key: Int64, version: UInt32)], chunks: [DecodedRows])
+        /// Rows decoded one by one (a result in text format, say).
+        case rows([(Int64, RowSnapshot)])
+    }
+
+    private let storage: Storage
+
+    init(identities: [(key: Int64, version: UInt32)], chunks: [DecodedRows]) {
+        storage = .chunked(identities: identities, chunks: chunks)
+    }
+
+    init(rows: [(Int64, RowSnapshot)]) {
+        storage = .rows(rows)
+    }
+
+    var count: Int {
+        switch storage {
+        case .chunked(let identities, _): identities.count
+        case .rows(let rows): rows.count
+        }
+    }
+
+    @inline(__always)
+    func key(at index: Int) -> Int64 {
+        switch storage {
+        case .chunked(let identities, _): identities[index].key
+        case .rows(let rows): rows[index].0
+        }
+    }
+
+    @inline(__always)
+    func snapshot(at index: Int) -> RowSnapshot {
+        switch storage {
+        case .chunked(let identities, let chunks):
+            RowSnapshot(row: index % SnapshotDecoder.chunkRows, of: chunks[index / SnapshotDecoder.chunkRows],
+                        version: identities[index].version)
+        case .rows(let rows): rows[index].1
+        }
+    }
+
+    /// Every row with its key and snapshot.
+    var rows: [(Int64, RowSnapshot)] {
+        (0..<count).map { (key(at: $0), snapshot(at: $0)) }
+    }
+}
