@@ -18,6 +18,42 @@ import Testing
         return try context.fetch(request).map(\.name)
     }
 
+    /// A fetch of more rows than one batch of decoding (5,000) and one chunk of values (256):
+    /// every object, filled or a fault fired later, holds its own row's values, whichever
+    /// chunk and batch they were decoded in.
+    @Test func everyObjectOfALargeFetchHoldsItsOwnRow() async throws {
+        let container = try await makeContainer()
+        try await container.rawExecute("""
+            INSERT INTO item (name, created_at, done, weight, notes)
+            SELECT 'item ' || i, to_timestamp(i), i % 3 = 0, i % 1000, CASE WHEN i % 2 = 0 THEN 'even' END
+            FROM generate_series(1, 12345) AS i
+            """)
+        for asFaults in [false, true] {
+            let context = container.newBackgroundContext()
+            let mismatches = try await context.perform { () throws -> [String] in
+                var request = FetchRequest<Item>()
+                request.returnsObjectsAsFaults = asFaults
+                let items = try context.fetch(request)
+                var mismatches: [String] = []
+                if items.count != 12345 { mismatches.append("\(items.count) objects") }
+                if Set(items.map(\.objectID)).count != items.count { mismatches.append("objects share IDs") }
+                for item in items {
+                    guard let number = Int(item.name.dropFirst(5)) else {
+                        mismatches.append(item.name)
+                        continue
+                    }
+                    let expected = (number % 1000, number % 3 == 0, number % 2 == 0 ? "even" : nil, Double(number))
+                    if (item.weight, item.done, item.notes, item.createdAt.timeIntervalSince1970) != expected || item.rowVersion == nil {
+                        mismatches.append("\(item.name): \(item.weight), \(item.done), \(item.notes ?? "nil"), \(item.createdAt)")
+                    }
+                }
+                context.reset()
+                return mismatches
+            }
+            #expect(mismatches.isEmpty, "returnsObjectsAsFaults \(asFaults): \(mismatches.prefix(5))")
+        }
+    }
+
     /// The seeds' scenario: IDs found in a private context with batches of 20, used in the main context.
     @Test func seedPeopleByAgeAsIDsThenMaterialisedOnTheMainQueue() async throws {
         let container = try await makeContainer()
