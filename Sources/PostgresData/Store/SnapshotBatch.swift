@@ -57,8 +57,11 @@ struct SnapshotBatch: FetchedRows, Sendable {
         }
     }
 
-    /// Every row with its key and snapshot.
+    /// Every row with its key and snapshot (rows decoded one by one: the array they came in).
     var rows: [(Int64, RowSnapshot)] {
-        (0..<count).map { (key(at: $0), snapshot(at: $0)) }
+        switch storage {
+        case .chunked: (0..<count).map { (key(at: $0), snapshot(at: $0)) }
+        case .rows(let rows): rows
+        }
     }
 }
