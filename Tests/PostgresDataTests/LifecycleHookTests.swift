@@ -54,10 +54,29 @@ let journalEvents = Locked<[String]>([])
     }
 }
 
+/// Hooks that change what a large save writes while its keys are being allocated: a
+/// chapter titled "appendix" adds one, a chapter titled "draft" deletes itself.
+@Entity final class Chapter: ManagedObject {
+    var title: String = ""
+    var number = 0
+    override func willSave() {
+        super.willSave()
+        guard let context = managedObjectContext, isInserted else { return }
+        if title == "appendix" {
+            title = "appendix, split"
+            let added = Chapter(context: context)
+            added.title = "added by a hook"
+            added.number = -1
+        } else if title == "draft" {
+            context.delete(self)
+        }
+    }
+}
+
 @Suite(.serialized) struct LifecycleHookTests {
     func container() async throws -> PersistentContainer {
         let configuration = try await TestDatabase.fresh(prefix: "pd_lifecycle")
-        let container = PersistentContainer(name: "Journals", model: ManagedObjectModel(Journal.self, JournalPage.self, RestlessJournal.self))
+        let container = PersistentContainer(name: "Journals", model: ManagedObjectModel(Journal.self, JournalPage.self, RestlessJournal.self, Chapter.self))
         try await container.loadPersistentStores(configuration: configuration, options: .init(createSchemaIfMissing: true))
         return container
     }
@@ -112,6 +131,32 @@ let journalEvents = Locked<[String]>([])
         }
         #expect(journalEvents.withLock { $0 } == ["prepareForDeletion with 1 pages", "willSave", "didSave"])
         #expect(try await container.rawIntegers("SELECT count(*) FROM journal_page") == [0], "the cascade ran after the hook")
+    }
+
+    @Test func hooksOfALargeSaveMayInsertAndDeleteWhileItsKeysAreAllocated() async throws {
+        let container = try await container()
+        let context = container.newBackgroundContext()
+        let saved = try await context.perform {
+            var chapters: [Chapter] = []
+            for number in 0..<800 {
+                let chapter = Chapter(context: context)
+                chapter.number = number
+                chapter.title = number == 10 ? "draft" : number == 20 ? "appendix" : "chapter"
+                chapters.append(chapter)
+            }
+            try context.save()
+            #expect(!context.hasChanges)
+            let kept = context.registeredObjects.compactMap { $0 as? Chapter }
+            #expect(kept.count == 800)
+            #expect(kept.allSatisfy { !$0.objectID.isTemporaryID && !$0.isInserted })
+            #expect(chapters[10].managedObjectContext == nil && chapters[10].objectID.isTemporaryID)
+            return kept.map { "\($0.objectID.primaryKey ?? 0) \($0.number) \($0.title)" }
+        }
+        #expect(saved.count == 800)
+        let rows = try await container.rawStrings("SELECT id || ' ' || number || ' ' || title FROM chapter")
+        #expect(Set(rows) == Set(saved))
+        #expect(rows.contains { $0.hasSuffix(" -1 added by a hook") } && rows.contains { $0.hasSuffix(" 20 appendix, split") })
+        #expect(!rows.contains { $0.hasSuffix(" draft") })
     }
 
     @Test func aWillSaveThatNeverSettlesFailsTheSaveAndWritesNothing() async throws {

@@ -136,6 +136,41 @@ import Testing
         #expect(try await container.rawIntegers("SELECT count(*) FROM player") == [1])
     }
 
+    @Test func aLargeSaveFailingInTheDatabaseKeepsItsKeysAndARetryInsertsWithThem() async throws {
+        let container = try await makeContainer()
+        try await container.rawExecute("INSERT INTO team (name) VALUES ('t-300')")
+        let context = container.newBackgroundContext()
+        // More objects than one round trip carries: the keys are allocated while the hooks
+        // run, and the objects take them as permanent IDs while the COPY runs.
+        let (error, keys) = try await context.perform { () throws -> (PostgresDataError?, [String: Int64]) in
+            let teams = (0..<600).map { index -> Team in
+                let team = Team(context: context)
+                team.name = "t-\(index)"
+                return team
+            }
+            var caught: PostgresDataError?
+            do { try context.save() } catch let error as PostgresDataError { caught = error }
+            #expect(context.insertedObjects.count == 600)
+            #expect(teams.allSatisfy { $0.isInserted && !$0.objectID.isTemporaryID })
+            return (caught, Dictionary(uniqueKeysWithValues: teams.map { ($0.name, $0.objectID.primaryKey ?? 0) }))
+        }
+        guard case .constraintConflict(let conflicts)? = error else {
+            Issue.record("expected a uniqueness conflict, got \(String(describing: error))")
+            return
+        }
+        #expect(conflicts.map(\.constraintValues) == [["name": .string("t-300")]])
+        #expect(conflicts.first?.conflictingObjectIDs.map(\.primaryKey) == [keys["t-300"]])
+        #expect(Set(keys.values).count == 600)
+        #expect(try await container.rawIntegers("SELECT count(*) FROM team") == [1])
+        try await context.perform {
+            let taken = context.insertedObjects.compactMap { $0 as? Team }.first { $0.name == "t-300" }
+            taken?.name = "t-300b"
+            try context.save()
+        }
+        let rows = try await container.rawStrings("SELECT id || ' ' || name FROM team WHERE name <> 't-300'")
+        #expect(Set(rows) == Set(keys.map { name, key in "\(key) \(name == "t-300" ? "t-300b" : name)" }))
+    }
+
     @Test func validationReportsEveryFailureBeforeAnythingIsSent() async throws {
         let container = try await makeContainer()
         let context = container.newBackgroundContext()

@@ -12,7 +12,10 @@ extension ManagedObjectContext {
     /// columns, and deletes in one version-checked `DELETE … USING unnest(…)` per entity.
     /// A save of up to 500 rows is one round trip (`BEGIN`, the statements, `COMMIT` pipelined).
     /// Rows changed underneath are resolved by ``mergePolicy``. When the save throws, the
-    /// database is unchanged and the context still holds every change, to fix and retry.
+    /// database is unchanged and the context still holds every change, to fix and retry; the
+    /// inserted objects of a save of more than 500 rows may by then hold permanent IDs, as
+    /// after ``obtainPermanentIDs(for:)`` (a larger save allocates keys while its will-save
+    /// hooks run, and makes them permanent while the database writes).
     ///
     /// This form blocks the context's thread while the database works; in async code, use
     /// ``save()``'s `await` form, which suspends instead.
@@ -33,15 +36,43 @@ extension ManagedObjectContext {
         guard hasChanges else { return }
         try checkWritable("save")
         notificationHub.post(.willSave(contextName: name))
-        let saved = try ManagedObject.callWillSave(in: self)
-        try validateChanges()
+        let saved: [ManagedObject]
         if let parent {
+            saved = try ManagedObject.callWillSave(in: self)
+            try validateChanges()
             try save(into: parent)
         } else {
+            saved = try await allocatingKeys {
+                let saved = try ManagedObject.callWillSave(in: self)
+                try validateChanges()
+                return saved
+            }
             try await traced(.save, entity: nil) { try await saveToStore() }
             advanceQueryGeneration()
         }
         for object in saved { object.didSave() }
+    }
+
+    /// Runs `body` (the will-save hooks and validation) while the store allocates the keys of
+    /// a large save's inserted objects, which the server takes a while to produce (`nextval`
+    /// once per row). A smaller save asks for its keys afterwards, in ``saveToStore()``.
+    private func allocatingKeys<T>(during body: () throws -> T) async throws -> T {
+        guard insertedSet.count > SavePlan.pipelineLimit, let request = KeyRequest(for: Array(insertedSet.values)) else {
+            return try body()
+        }
+        let coordinator = persistentStoreCoordinator
+        let counts = request.counts
+        return try await withThrowingTaskGroup(of: [EntityDescription: [Int64]].self) { group in
+            group.addTask(executorPreference: LibraryExecutor.shared) { try await coordinator.allocateKeys(counts) }
+            // Thrown here, the group cancels the allocation and waits for it: the keys it may
+            // have taken are left unused, as a rolled-back `nextval`'s are.
+            let result = try body()
+            guard let allocated = try await group.next() else {
+                throw PostgresDataError.invalidRequest("the store's key allocation ended without keys")
+            }
+            try request.assign(allocated, in: self)
+            return result
+        }
     }
 
     /// Allocates permanent IDs for inserted objects now, before they are saved, in one round
@@ -67,40 +98,11 @@ extension ManagedObjectContext {
     }
 
     private func allocateKeys(for objects: [ManagedObject]) async throws {
-        // A save touches few entities: small arrays searched by identity beat hashing per object.
-        var entities: [EntityDescription] = []
-        var counts: [Int] = []
-        var slots: [Int] = []
-        slots.reserveCapacity(objects.count)
-        for object in objects {
-            guard object.objectID.isTemporaryID && object.allocatedKey == 0 else {
-                slots.append(-1)
-                continue
-            }
-            let slot = entities.firstIndex { $0 === object.entity } ?? {
-                entities.append(object.entity)
-                counts.append(0)
-                return entities.count - 1
-            }()
-            counts[slot] += 1
-            slots.append(slot)
-        }
-        guard !entities.isEmpty else { return }
-        let request = Array(zip(entities, counts))
+        guard let request = KeyRequest(for: objects) else { return }
         let coordinator = persistentStoreCoordinator
-        let allocated = try await store { _ in try await coordinator.allocateKeys(request) }
-        var keys: [[Int64]] = []
-        for (entity, count) in request {
-            guard let allocatedKeys = allocated[entity], allocatedKeys.count >= count else {
-                throw PostgresDataError.invalidRequest("the store allocated fewer keys for \(entity.name) than asked for")
-            }
-            keys.append(allocatedKeys)
-        }
-        var next = [Int](repeating: 0, count: entities.count)
-        for (object, slot) in zip(objects, slots) where slot >= 0 {
-            object.allocatedKey = keys[slot][next[slot]]
-            next[slot] += 1
-        }
+        let counts = request.counts
+        let allocated = try await store { _ in try await coordinator.allocateKeys(counts) }
+        try request.assign(allocated, in: self)
     }
 
     /// The permanent ID a temporary ID will have: its object's allocated key.
@@ -159,13 +161,12 @@ extension ManagedObjectContext {
         try checkUniquenessAmongChanges()
         let inserted = Array(insertedSet.values)
         try await allocateKeys(for: inserted)
-        let coordinator = persistentStoreCoordinator
         for _ in 0..<10 {
             let plan = try makePlan()
             activeSpan?.noteQuery(plan.statements.map(\.sql).joined(separator: "; "))
             let outcome: SaveOutcome
             do {
-                outcome = try await store { access in try await coordinator.execute(plan, access: access) }
+                outcome = try await execute(plan, makingPermanent: inserted)
             } catch {
                 if let conflicts = try await constraintConflicts(behind: error) { throw PostgresDataError.constraintConflict(conflicts) }
                 throw error
@@ -183,6 +184,27 @@ extension ManagedObjectContext {
             }
         }
         throw PostgresDataError.invalidRequest("the save kept meeting new conflicts after 10 attempts; other writers change these rows continuously")
+    }
+
+    /// Runs `plan` in the store. While a large one runs (more than one round trip), the
+    /// inserted objects take their allocated keys as permanent IDs, which `SaveCompletion`
+    /// would do after the commit: should the save fail, they keep them, as after
+    /// ``obtainPermanentIDs(for:)``, and a retry inserts them with the same keys. Not when new
+    /// objects may resolve to existing rows: their IDs are known only after the commit.
+    private func execute(_ plan: SavePlan, makingPermanent inserted: [ManagedObject]) async throws -> SaveOutcome {
+        let coordinator = persistentStoreCoordinator
+        guard !plan.isPipelined, !plan.upsertsRows, !inserted.isEmpty else {
+            return try await store { access in try await coordinator.execute(plan, access: access) }
+        }
+        let access = makeStoreAccess()
+        return try await withThrowingTaskGroup(of: SaveOutcome.self) { group in
+            group.addTask(executorPreference: LibraryExecutor.shared) { try await coordinator.execute(plan, access: access) }
+            makeAllocatedKeysPermanent(inserted)
+            guard let outcome = try await group.next() else {
+                throw PostgresDataError.invalidRequest("the save's transaction ended without an outcome")
+            }
+            return outcome
+        }
     }
 
     private func makePlan() throws -> SavePlan {

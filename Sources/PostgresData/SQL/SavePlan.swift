@@ -111,6 +111,9 @@ struct SavePlan: Sendable {
     /// True when rows are inserted: the save then reads its transaction ID once, the version
     /// of every row it writes.
     var insertsRows = false
+    /// True when new objects may resolve to existing rows (an upsert on a uniqueness
+    /// constraint): their IDs are known only after the transaction.
+    private(set) var upsertsRows = false
     /// True when the plan runs as one pipeline: each version-checked statement then fails by
     /// itself when a row changed underneath, so that the `COMMIT` sent behind it never
     /// commits a partial save.
@@ -131,7 +134,10 @@ struct SavePlan: Sendable {
                 keyed[insert.entity] = hasKey
                 return hasKey
             }
-            if !upserts.isEmpty { inserts.removeAll { keyed[$0.entity] == true } }
+            if !upserts.isEmpty {
+                inserts.removeAll { keyed[$0.entity] == true }
+                upsertsRows = true
+            }
             // Join tables' foreign keys are checked at once: rows naming a new object that
             // may resolve to an existing row are written after the upserts.
             let upserted = Set(upserts.map { ManagedObjectID(entity: $0.entity, primaryKey: $0.key) })
