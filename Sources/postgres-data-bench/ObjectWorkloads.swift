@@ -124,6 +124,12 @@ func makeObjectWorkloads(container: PersistentContainer, client connection: Conn
         }, raw: {
             try rawCopyWithKeys(raw, rows: inserts)
         }),
+        // The floor of any object graph that uniques new objects, raw against raw.
+        Workload(name: "W1 floor: raw, a class instance per new row in a key map (B: keys + COPY)", prepare: resetEmpty, client: {
+            try rawSaveMappedObjects(raw, rows: inserts)
+        }, raw: {
+            try rawCopyWithKeys(raw, rows: inserts)
+        }),
         Workload(name: "W1 extra: the same save (B: multi-row INSERT)", prepare: resetEmpty, client: {
             try await saveNewItems(container, count: inserts)
         }, raw: {

@@ -160,37 +160,58 @@ func rawCursorStructs(_ raw: RawConnection, rows: Int, withVersions: Bool = fals
 /// Binary COPY written byte by byte, as hand-written libpq code would; with `keys`, the
 /// `id` column too.
 func rawCopy(_ raw: RawConnection, rows: Int, keys: [Int64]? = nil) throws {
-    let start = PQexec(raw.handle, keys == nil ? "COPY items(name, created_at, done, weight) FROM STDIN (FORMAT binary)"
-                                               : "COPY items(id, name, created_at, done, weight) FROM STDIN (FORMAT binary)")
+    let epochMicros = Int64((epoch.timeIntervalSinceReferenceDate + 31_622_400) * 1e6)
+    try rawCopyIn(raw, columns: keys == nil ? "name, created_at, done, weight" : "id, name, created_at, done, weight", rows: rows) { i, buffer in
+        if let keys {
+            buffer.put(Int16(5))
+            buffer.put(Int32(8)); buffer.put(keys[i - 1])
+        } else {
+            buffer.put(Int16(4))
+        }
+        buffer.put("item-\(i)")
+        buffer.put(Int32(8)); buffer.put(epochMicros + Int64(i) * 1_000_000)
+        buffer.put(Int32(1)); buffer.bytes.append(i % 2 == 0 ? 1 : 0)
+        buffer.put(Int32(4)); buffer.put(Int32(i % 1000))
+    }
+}
+
+/// The bytes of a binary COPY being written, sent in chunks of 64 KiB.
+struct CopyBuffer {
+    var bytes: [UInt8] = []
+
+    @inline(__always)
+    mutating func put<T: FixedWidthInteger>(_ value: T) { withUnsafeBytes(of: value.bigEndian) { bytes.append(contentsOf: $0) } }
+
+    /// A text field: its length, then its UTF-8.
+    @inline(__always)
+    mutating func put(_ text: String) {
+        var text = text
+        text.withUTF8 { utf8 in put(Int32(utf8.count)); bytes.append(contentsOf: utf8) }
+    }
+}
+
+/// `COPY items(columns) FROM STDIN (FORMAT binary)`: the header, `rows` rows written by
+/// `row` (given 1…rows), the trailer, and the result checked.
+@inline(__always)
+func rawCopyIn(_ raw: RawConnection, columns: String, rows: Int, _ row: (Int, inout CopyBuffer) -> Void) throws {
+    let start = PQexec(raw.handle, "COPY items(\(columns)) FROM STDIN (FORMAT binary)")
     guard PQresultStatus(start) == PGRES_COPY_IN else { throw BenchmarkError("raw copy start") }
     PQclear(start)
-    var buffer: [UInt8] = []
+    var buffer = CopyBuffer()
     // Chunks of 64 KiB, as PostgresData's COPY sends: smaller than the socket's buffer, so the
     // server reads one while the next is encoded.
-    buffer.reserveCapacity(1 << 16 + 4096)
-    func put<T: FixedWidthInteger>(_ value: T) { withUnsafeBytes(of: value.bigEndian) { buffer.append(contentsOf: $0) } }
-    buffer.append(contentsOf: [0x50, 0x47, 0x43, 0x4F, 0x50, 0x59, 0x0A, 0xFF, 0x0D, 0x0A, 0x00])
-    put(Int32(0)); put(Int32(0))
-    let epochMicros = Int64((epoch.timeIntervalSinceReferenceDate + 31_622_400) * 1e6)
+    buffer.bytes.reserveCapacity(1 << 16 + 4096)
+    buffer.bytes.append(contentsOf: [0x50, 0x47, 0x43, 0x4F, 0x50, 0x59, 0x0A, 0xFF, 0x0D, 0x0A, 0x00])
+    buffer.put(Int32(0)); buffer.put(Int32(0))
     for i in 1...rows {
-        if let keys {
-            put(Int16(5))
-            put(Int32(8)); put(keys[i - 1])
-        } else {
-            put(Int16(4))
-        }
-        var name = "item-\(i)"
-        name.withUTF8 { bytes in put(Int32(bytes.count)); buffer.append(contentsOf: bytes) }
-        put(Int32(8)); put(epochMicros + Int64(i) * 1_000_000)
-        put(Int32(1)); buffer.append(i % 2 == 0 ? 1 : 0)
-        put(Int32(4)); put(Int32(i % 1000))
-        if buffer.count >= 1 << 16 {
-            _ = buffer.withUnsafeBytes { PQputCopyData(raw.handle, $0.baseAddress!.assumingMemoryBound(to: CChar.self), Int32($0.count)) }
-            buffer.removeAll(keepingCapacity: true)
+        row(i, &buffer)
+        if buffer.bytes.count >= 1 << 16 {
+            _ = buffer.bytes.withUnsafeBytes { PQputCopyData(raw.handle, $0.baseAddress!.assumingMemoryBound(to: CChar.self), Int32($0.count)) }
+            buffer.bytes.removeAll(keepingCapacity: true)
         }
     }
-    put(Int16(-1))
-    _ = buffer.withUnsafeBytes { PQputCopyData(raw.handle, $0.baseAddress!.assumingMemoryBound(to: CChar.self), Int32($0.count)) }
+    buffer.put(Int16(-1))
+    _ = buffer.bytes.withUnsafeBytes { PQputCopyData(raw.handle, $0.baseAddress!.assumingMemoryBound(to: CChar.self), Int32($0.count)) }
     guard PQputCopyEnd(raw.handle, nil) == 1 else { throw BenchmarkError("raw copy end") }
     while let result = PQgetResult(raw.handle) {
         defer { PQclear(result) }

@@ -35,8 +35,17 @@ import Testing
             let object = objects[random.next(below: objects.count)]
             let key = ObjectIdentifier(object)
             if random.next(below: 2) == 0 {
-                set[key] = object
-                if !model.contains(where: { $0 === object }) { model.append(object) }
+                if !model.contains(where: { $0 === object }) {
+                    // A new object, as a context's insertion appends it: hashed when next looked up.
+                    if random.next(below: 2) == 0 { set.appendNew(object) } else { set[key] = object }
+                    model.append(object)
+                } else {
+                    set[key] = object
+                }
+                if random.next(below: 8) == 0 {
+                    #expect(set.count == model.count)
+                    #expect(Array(set.values).map(ObjectIdentifier.init) == model.map(ObjectIdentifier.init))
+                }
             } else {
                 let removed = set.removeValue(forKey: key)
                 let position = model.firstIndex { $0 === object }
@@ -69,6 +78,13 @@ import Testing
             let key = Int64(random.next(below: 4) == 0 ? random.next(below: 1 << 40) : random.next(below: 3_000))
             let id = random.next(below: 10) == 0 ? ManagedObjectID.temporary(for: entity) : ManagedObjectID(entity: entity, primaryKey: key)
             switch random.next(below: 3) {
+            case 0 where id.isTemporaryID && random.next(below: 2) == 0:
+                // A new object's fresh ID: registered without a probe, placed when next used.
+                let new = object(id)
+                map.insertNew(new)
+                #expect(model[id] == nil)
+                model[id] = new
+                #expect(map.count == model.count)
             case 0:
                 let (registered, isNew) = map.object(for: id) { object(id) }
                 #expect(isNew == (model[id] == nil))

@@ -149,6 +149,7 @@ let journalEvents = Locked<[String]>([])
             let kept = context.registeredObjects.compactMap { $0 as? Chapter }
             #expect(kept.count == 800)
             #expect(kept.allSatisfy { !$0.objectID.isTemporaryID && !$0.isInserted })
+            #expect(kept.allSatisfy { context.registeredObject(for: $0.objectID) === $0 }, "found by the permanent IDs")
             #expect(chapters[10].managedObjectContext == nil && chapters[10].objectID.isTemporaryID)
             return kept.map { "\($0.objectID.primaryKey ?? 0) \($0.number) \($0.title)" }
         }

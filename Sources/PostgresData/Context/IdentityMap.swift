@@ -9,13 +9,18 @@
 ///
 /// The map holds its objects strongly; ``sweep(limit:where:)`` lets go of those nothing else
 /// holds (``ManagedObjectContext/retainsRegisteredObjects``). An object's ID must not change
-/// while it is in the map: remove it, change the ID, insert it again. Confined to its
-/// context's queue.
+/// while it is in the map: remove it, change the ID, insert it again. New objects with IDs
+/// no other object has (``insertNew(_:)``) wait in a list until the map is next used, and
+/// then enter it together: inserting 100,000 objects grows the table once, not 15 times.
+/// Confined to its context's queue.
 final class IdentityMap {
     @exclusivity(unchecked) private var slots: UnsafeMutablePointer<UInt>?
     /// Slot count − 1 (the slot count is a power of two), or −1 before the first insertion.
     @exclusivity(unchecked) private var mask = -1
-    @exclusivity(unchecked) private(set) var count = 0
+    /// The objects in the table (``count`` adds those waiting in `unplaced`).
+    @exclusivity(unchecked) private var placed = 0
+    /// Objects registered by ``insertNew(_:)``, not in the table yet.
+    @exclusivity(unchecked) private var unplaced: [ManagedObject] = []
     /// Where the next ``sweep(limit:where:)`` starts.
     @exclusivity(unchecked) private var sweepCursor = 0
     // Keys come from the database, not from callers; a per-map seed still keeps one map's
@@ -34,14 +39,41 @@ final class IdentityMap {
         slots.deallocate()
     }
 
+    /// How many objects are registered.
+    var count: Int { placed + unplaced.count }
+
     var isEmpty: Bool { count == 0 }
 
     /// How many objects fit before the table grows.
     var capacity: Int { (mask + 1) / 4 * 3 }
 
+    /// Registers an object whose ID no registered object has, as a new object's fresh
+    /// temporary ID: it enters the table with the others waiting, when the map is next used.
+    func insertNew(_ object: ManagedObject) {
+        unplaced.append(object)
+    }
+
+    /// Enters the objects waiting in `unplaced`, growing the table once for all of them.
+    @inline(__always)
+    private func place() {
+        guard !unplaced.isEmpty else { return }
+        placeUnplaced()
+    }
+
+    private func placeUnplaced() {
+        let objects = unplaced
+        unplaced = []
+        reserve(objects.count)
+        for object in objects {
+            let (_, isNew) = self.object(for: object.objectID) { object }
+            assert(isNew, "insertNew(_:) with an ID already registered")
+        }
+    }
+
     /// The object registered with `id`, if any.
     subscript(id: ManagedObjectID) -> ManagedObject? {
-        guard count > 0, let slots else { return nil }
+        place()
+        guard placed > 0, let slots else { return nil }
         let (index, _, found) = probe(id, in: slots)
         return found ? Self.unmanaged(slots[index]).takeUnretainedValue() : nil
     }
@@ -50,14 +82,15 @@ final class IdentityMap {
     /// registered in one probe; `isNew` tells which.
     @inline(__always)
     func object(for id: ManagedObjectID, insertingIfAbsent make: () -> ManagedObject) -> (object: ManagedObject, isNew: Bool) {
-        if count >= capacity { grow(to: count + 1) }
+        place()
+        if placed >= capacity { grow(to: placed + 1) }
         let slots = slots.unsafelyUnwrapped
         let (index, tag, found) = probe(id, in: slots)
         if found { return (Self.unmanaged(slots[index]).takeUnretainedValue(), false) }
         let object = make()
         assert(object.objectID == id)
         slots[index] = Self.slot(object, tag: tag)
-        count += 1
+        placed += 1
         return (object, true)
     }
 
@@ -72,7 +105,8 @@ final class IdentityMap {
     /// Removes and returns the object registered with `id`.
     @discardableResult
     func remove(_ id: ManagedObjectID) -> ManagedObject? {
-        guard count > 0, let slots else { return nil }
+        place()
+        guard placed > 0, let slots else { return nil }
         let (index, _, found) = probe(id, in: slots)
         guard found else { return nil }
         return removeSlot(at: index, of: slots)
@@ -82,7 +116,8 @@ final class IdentityMap {
     /// whether it was.
     @discardableResult
     func remove(_ object: ManagedObject) -> Bool {
-        guard count > 0, let slots else { return false }
+        place()
+        guard placed > 0, let slots else { return false }
         let (index, _, found) = probe(object.objectID, in: slots)
         guard found, Self.unmanaged(slots[index]).toOpaque() == Unmanaged.passUnretained(object).toOpaque() else { return false }
         removeSlot(at: index, of: slots)
@@ -99,7 +134,7 @@ final class IdentityMap {
     /// Empties a slot whose reference was taken out, moving later entries back.
     private func vacate(_ index: Int, of slots: UnsafeMutablePointer<UInt>) {
         slots[index] = 0
-        count -= 1
+        placed -= 1
         // Entries after the hole that probed past it move back into it, so every entry
         // stays reachable from its home slot without a gap.
         var hole = index
@@ -124,7 +159,8 @@ final class IdentityMap {
     /// An object's reference count is read in place: the map's reference moves into a cell
     /// and, when the object stays, back into the slot without a retain or a release.
     func sweep(limit: Int, where removable: (ManagedObject) -> Bool) -> Int {
-        guard let slots, count > 0 else { return 0 }
+        place()
+        guard let slots, placed > 0 else { return 0 }
         return withUnsafeTemporaryAllocation(of: ManagedObject.self, capacity: 1) { buffer in
             sweep(slots, limit: limit, cell: buffer.baseAddress.unsafelyUnwrapped, where: removable)
         }
@@ -157,19 +193,21 @@ final class IdentityMap {
     /// Removes every object, each given to `leaving` first (it must not change the map): one
     /// pass, each object read once.
     func removeAll(_ leaving: (ManagedObject) -> Void = { _ in }) {
-        guard let slots, count > 0 else { return }
+        place()
+        guard let slots, placed > 0 else { return }
         for index in 0...mask where slots[index] != 0 {
             let object = Self.unmanaged(slots[index])
             leaving(object.takeUnretainedValue())
             object.release()
             slots[index] = 0
         }
-        count = 0
+        placed = 0
     }
 
     /// Calls `body` with every object. `body` must not change the map (see ``objects``).
     func forEach(_ body: (ManagedObject) throws -> Void) rethrows {
-        guard let slots, count > 0 else { return }
+        place()
+        guard let slots, placed > 0 else { return }
         for index in 0...mask where slots[index] != 0 {
             try body(Self.unmanaged(slots[index]).takeUnretainedValue())
         }
@@ -186,8 +224,9 @@ final class IdentityMap {
     /// Makes room for `additional` more objects, at least doubling when it grows, so that
     /// many small calls do not rehash every time.
     func reserve(_ additional: Int) {
-        guard capacity - count < additional else { return }
-        grow(to: Swift.max(count + additional, capacity * 2))
+        let wanted = count + additional
+        guard capacity < wanted else { return }
+        grow(to: Swift.max(wanted, capacity * 2))
     }
 
     /// The slot of the object registered with `id` (`found`), else the empty slot where it
@@ -210,6 +249,7 @@ final class IdentityMap {
     /// rather than a removal and an insertion each.
     func rekey(_ objects: [ManagedObject], _ change: (ManagedObject) -> Void) {
         guard objects.count >= 64, objects.count * 4 >= count else {
+            place()
             for object in objects {
                 remove(object.objectID)
                 change(object)
@@ -218,13 +258,21 @@ final class IdentityMap {
             return
         }
         for object in objects { change(object) }
-        rebuild(size: mask + 1)
+        // The table's objects are placed again under their new IDs, and those waiting (a
+        // save's new objects, usually) for the first time, already under theirs.
+        rebuild(size: Swift.max(mask + 1, Self.size(for: count)))
+        place()
     }
 
     private func grow(to wanted: Int) {
+        rebuild(size: Self.size(for: wanted))
+    }
+
+    /// The slot count that holds `wanted` objects at most three quarters full.
+    private static func size(for wanted: Int) -> Int {
         var size = 8
         while size / 4 * 3 < wanted { size *= 2 }
-        rebuild(size: size)
+        return size
     }
 
     /// Places every entry again, under its object's current ID, in a table of `size` slots.

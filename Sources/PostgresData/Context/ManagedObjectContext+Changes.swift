@@ -19,21 +19,31 @@ extension ManagedObjectContext {
             object.isDeletedStorage = false
             return
         }
+        // A new object takes a fresh temporary ID, which no registered object has: it is then
+        // registered and listed as inserted without a probe of either table.
+        var isNew = false
         let model = persistentStoreCoordinator.managedObjectModel
         if !model.owns(object.entity), object.objectID.primaryKey == nil,
            let own = model.entitiesByName[object.entity.name], own.managedObjectClass == object.entity.managedObjectClass {
             // Made with the description of another model (`Item.entity()` when the class is in
             // two models): it becomes an object of this context's model.
             object.objectID = .temporary(for: own)
+            isNew = true
+        } else if object.objectID.isUnassigned {
+            object.objectID = .temporary(for: object.entity)
+            isNew = true
         }
-        if object.objectID.isUnassigned { object.objectID = .temporary(for: object.entity) }
-        // One probe: registered here unless an object with its ID is.
-        guard registered.insert(object).inserted else { return }
+        if isNew {
+            registered.insertNew(object)
+        } else {
+            // One probe: registered here unless an object with its ID is.
+            guard registered.insert(object).inserted else { return }
+        }
         if object.values.isEmpty { object.values = PropertyValues(object.entity.placeholderValues) }
         object.isFaultStorage = false
         object.managedObjectContext = self
         object.isInsertedStorage = true
-        insertedSet[key] = object
+        if isNew { insertedSet.appendNew(object) } else { insertedSet[key] = object }
         pendingChanges.inserted.append(object.objectID)
         hookChanges?.append(object)
         object.awakeFromInsert()

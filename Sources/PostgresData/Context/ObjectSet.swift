@@ -3,7 +3,10 @@
 ///
 /// A list with a hole where an object left, and each object's position in a dictionary keyed
 /// by its address, hashed with one multiplication: a save of 100,000 new objects then spends
-/// no time in a general-purpose ordered dictionary's bit-packed table. Confined to the
+/// no time in a general-purpose ordered dictionary's bit-packed table. Objects known to be
+/// new to the set (``appendNew(_:)``, a new object joining the inserted ones) enter the
+/// dictionary only when the set is first asked for an object by key: many of them then grow
+/// it once, and a save that never asks (the usual one) never hashes them. Confined to the
 /// context's queue.
 struct ObjectSet: ExpressibleByDictionaryLiteral {
     /// An object's address, hashed cheaply: addresses are unique and well spread already.
@@ -23,16 +26,33 @@ struct ObjectSet: ExpressibleByDictionaryLiteral {
 
     private var list: [ManagedObject?] = []
     private var positions: [Address: Int] = [:]
+    /// The objects of `list` from this position on are not in `positions` yet.
+    private var indexed = 0
 
     init(dictionaryLiteral elements: (ObjectIdentifier, ManagedObject)...) {
         for (key, object) in elements { self[key] = object }
     }
 
-    var count: Int { positions.count }
-    var isEmpty: Bool { positions.isEmpty }
+    var count: Int { positions.count + list.count - indexed }
+    var isEmpty: Bool { count == 0 }
 
     /// The objects, in the order they joined; a view of the set as it is now.
-    var values: Values { Values(list: list, count: positions.count) }
+    var values: Values { Values(list: list, count: count) }
+
+    /// Adds an object that is not in the set (the caller knows it), without hashing it now.
+    mutating func appendNew(_ object: ManagedObject) {
+        list.append(object)
+    }
+
+    /// Enters the objects appended by ``appendNew(_:)`` in the dictionary, growing it once.
+    private mutating func indexAppended() {
+        guard indexed < list.count else { return }
+        positions.reserveCapacity(positions.count + list.count - indexed)
+        for position in indexed..<list.count {
+            if let object = list[position] { positions[Address(identifier: ObjectIdentifier(object))] = position }
+        }
+        indexed = list.count
+    }
 
     /// The objects of an ``ObjectSet``, in the order they joined, read without a copy.
     struct Values: Sequence {
@@ -56,17 +76,22 @@ struct ObjectSet: ExpressibleByDictionaryLiteral {
     }
 
     subscript(key: ObjectIdentifier) -> ManagedObject? {
-        get { positions[Address(identifier: key)].flatMap { list[$0] } }
+        mutating get {
+            indexAppended()
+            return positions[Address(identifier: key)].flatMap { list[$0] }
+        }
         set {
             guard let newValue else {
                 removeValue(forKey: key)
                 return
             }
+            indexAppended()
             // One probe: the position is read, or the next one inserted, in place.
             let next = list.count
             let position = Self.value(of: &positions[Address(identifier: key), default: next])
             if position == next {
                 list.append(newValue)
+                indexed = list.count
             } else {
                 list[position] = newValue
             }
@@ -78,11 +103,13 @@ struct ObjectSet: ExpressibleByDictionaryLiteral {
     /// Removes the object with `key`; returns it, if it was there.
     @discardableResult
     mutating func removeValue(forKey key: ObjectIdentifier) -> ManagedObject? {
+        indexAppended()
         guard let position = positions.removeValue(forKey: Address(identifier: key)) else { return nil }
         let object = list[position]
         list[position] = nil
         if positions.isEmpty {
             list.removeAll(keepingCapacity: true)
+            indexed = 0
         } else if list.count >= 64 && positions.count * 2 < list.count {
             compact()
         }
@@ -95,5 +122,6 @@ struct ObjectSet: ExpressibleByDictionaryLiteral {
         for (position, object) in list.enumerated() {
             if let object { positions[Address(identifier: ObjectIdentifier(object))] = position }
         }
+        indexed = list.count
     }
 }

@@ -224,9 +224,9 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     /// inserted, and the context's next ``ManagedObjectContext/save()-306u2`` throws
     /// ``PostgresDataError/invalidRequest(_:)`` saying so.
     public required init(entity: EntityDescription, insertInto context: ManagedObjectContext?) {
-        // An object outside any context gets a temporary number when it is inserted; fetched
+        // A temporary number is drawn when the object is inserted (below, or later); fetched
         // objects get their row's ID at once, and so never draw one.
-        self.objectID = context == nil ? .unassigned(for: entity) : .temporary(for: entity)
+        self.objectID = .unassigned(for: entity)
         ownValues = entity.defaultValues
         isFaultStorage = false
         guard let context else { return }
