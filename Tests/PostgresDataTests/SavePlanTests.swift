@@ -21,6 +21,17 @@ import Testing
                         changed: [item.propertyIndex(named: "weight")!])
     }
 
+    @Test func elementsAreGroupedByEntityInFirstSeenOrder() throws {
+        let team = try #require(testModel.entitiesByName["Team"])
+        let keyed: [(EntityDescription, Int)] = [(item, 1), (team, 2), (item, 3), (item, 4), (team, 5)]
+        let groups = SavePlan.grouped(keyed, by: \.0)
+        #expect(groups.map { $0.0 === item } == [true, false])
+        #expect(groups.map { $0.1.map(\.1) } == [[1, 3, 4], [2, 5]])
+        let one = SavePlan.grouped(keyed.filter { $0.0 === team }, by: \.0)
+        #expect(one.count == 1 && one[0].0 === team && one[0].1.map(\.1) == [2, 5])
+        #expect(SavePlan.grouped([] as [(EntityDescription, Int)], by: \.0).isEmpty)
+    }
+
     @Test func oneChangedRowIsAScalarUpdateFollowedByItsVerification() throws {
         let plan = try SavePlan(inserts: [], updates: [update(7, weight: 3)], deletes: [], joinInserts: [], joinDeletes: [])
         #expect(plan.isPipelined)

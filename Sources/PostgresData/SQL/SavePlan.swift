@@ -183,9 +183,12 @@ struct SavePlan: Sendable {
     var isEmpty: Bool { statements.isEmpty }
 
     /// Elements grouped by entity, in first-seen order. Saves touch few entities, so a linear
-    /// search by identity beats hashing every element.
+    /// search by identity beats hashing every element; elements all of one entity (the usual
+    /// save) are their own group, not copied.
     static func grouped<Element>(_ elements: [Element], by entity: (Element) -> EntityDescription)
         -> [(EntityDescription, [Element])] {
+        guard let first = elements.first.map(entity) else { return [] }
+        if elements.allSatisfy({ entity($0) === first }) { return [(first, elements)] }
         var groups: [(EntityDescription, [Element])] = []
         var last = -1
         for element in elements {
