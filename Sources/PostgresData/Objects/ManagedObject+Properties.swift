@@ -155,12 +155,12 @@ extension ManagedObject {
                 context.hookChanges?.append(self)
                 context.willChangeForUndo(self)
             }
-            values[index] = value
+            setOwnValue(value, at: index)
             return
         }
         guard currentValue(at: index) != value else { return }
         contextStorage?.willChangeForUndo(self)
-        values[index] = value
+        setOwnValue(value, at: index)
         if let snapshot, snapshot.value(at: index) == value {
             changedProperties.remove(index)
         } else {

@@ -167,6 +167,14 @@ open class ManagedObject: Hashable, CustomStringConvertible {
         return ownValues[index]
     }
 
+    /// Sets the value of property `index` where the object keeps its own values, in place
+    /// (an object reading its snapshot's values takes a copy of them first).
+    @inline(__always)
+    func setOwnValue(_ value: AttributeValue, at index: Int) {
+        takeValuesFromSnapshot()
+        ownValues[index] = value
+    }
+
     /// Gives the object its own copy of the values it reads through its snapshot, if it does.
     private func takeValuesFromSnapshot() {
         guard valuesInSnapshot, let rowStorage else { return }
