@@ -1,29 +1,39 @@
 import PostgresClient
 
-/// The rows of one result kept as libpq received them (binary), for snapshots decoded only
-/// when needed (``RowSnapshot``): a batch of an asynchronous fetch of faults. Shared by the
-/// snapshots of its rows; the result is freed with the last of them.
+/// The rows of one batch of an asynchronous fetch of faults (``RowSnapshot``), as the batch
+/// came: the keys and versions, and the values decoded off the context while the server runs
+/// the next `FETCH`, so that the faults fire later without decoding anything on the context's
+/// thread. Shared by the snapshots of its rows. The name is from when the rows
+/// stayed encoded until a fault fired: a result whose chunk of rows does not decode still
+/// keeps it encoded, and decodes it again when one of its faults fires.
 ///
-/// Only the keys and versions are read at once. Only results whose every column has a
-/// decoding step that cannot fail are kept encoded (``SnapshotDecoder/decodesWithoutFailure``):
-/// a row decoded late, when a fault fires, has no caller to report an error to.
+/// Only results whose every column has a decoding step that cannot fail take this form
+/// (``SnapshotDecoder/decodesWithoutFailure``): a row decoded late, when a fault fires, has
+/// no caller to report an error to.
 final class EncodedRows: Sendable {
-    private let result: QueryResult
     private let decoder: SnapshotDecoder
     /// The fetch the rows came in: while it lives, the row cache keeps the rows that change.
     let reader: RowCache.Reader
     /// The rows' primary keys and versions, in the result's order.
     let keys: [Int64]
     private let versions: [UInt32]
-    /// The rows decoded so far, ``SnapshotDecoder/chunkRows`` at a time, the first time one
-    /// of a chunk's rows is asked for: the faults of a chunk then share one array of values,
-    /// as the objects of an ordinary fetch do.
-    private let chunks: Locked<[DecodedRows?]>
+    private let storage: Storage
 
-    /// Reads the keys and versions of `result`; nil when a column could fail to decode.
+    /// The rows' values, ``SnapshotDecoder/chunkRows`` at a time: the faults of a chunk then
+    /// share one array of values, as the objects of an ordinary fetch do.
+    private enum Storage: Sendable {
+        /// Every chunk, decoded as the batch arrived (the result is freed).
+        case decoded([DecodedRows])
+        /// A chunk that did not decode left the result kept: each chunk is decoded (again)
+        /// the first time one of its rows is asked for.
+        case encoded(QueryResult, Locked<[DecodedRows?]>)
+    }
+
+    /// Reads the keys and versions of `result` and decodes its values, off the context (an
+    /// asynchronous fetch decodes a batch while the server runs the next `FETCH`); nil when a
+    /// column could fail to decode.
     init?(_ result: QueryResult, decoder: SnapshotDecoder, reader: RowCache.Reader) throws {
         guard decoder.decodesWithoutFailure else { return nil }
-        self.result = result
         self.decoder = decoder
         self.reader = reader
         var keys: [Int64] = []
@@ -37,7 +47,15 @@ final class EncodedRows: Sendable {
         }
         self.keys = keys
         self.versions = versions
-        self.chunks = Locked(Array(repeating: nil, count: (keys.count + SnapshotDecoder.chunkRows - 1) / SnapshotDecoder.chunkRows))
+        var chunks: [DecodedRows?] = []
+        chunks.reserveCapacity((keys.count + SnapshotDecoder.chunkRows - 1) / SnapshotDecoder.chunkRows)
+        for start in stride(from: 0, to: keys.count, by: SnapshotDecoder.chunkRows) {
+            // (A value of the wrong size from the server: that chunk's faults read their rows
+            // from the database when they fire, which reports the error.)
+            chunks.append(try? decoder.values(of: result, rows: start..<min(keys.count, start + SnapshotDecoder.chunkRows)))
+        }
+        let decoded = chunks.compactMap { $0 }
+        storage = decoded.count == chunks.count ? .decoded(decoded) : .encoded(result, Locked(chunks))
     }
 
     var count: Int { keys.count }
@@ -53,11 +71,17 @@ final class EncodedRows: Sendable {
     func decodedSnapshot(at index: Int) -> RowSnapshot? {
         let chunk = index / SnapshotDecoder.chunkRows
         let start = chunk * SnapshotDecoder.chunkRows
-        let rows = chunks.withLock { chunks -> DecodedRows? in
-            if let rows = chunks[chunk] { return rows }
-            let rows = try? decoder.values(of: result, rows: start..<min(count, start + SnapshotDecoder.chunkRows))
-            chunks[chunk] = rows
-            return rows
+        let rows: DecodedRows?
+        switch storage {
+        case .decoded(let chunks):
+            rows = chunks[chunk]
+        case .encoded(let result, let chunks):
+            rows = chunks.withLock { chunks -> DecodedRows? in
+                if let rows = chunks[chunk] { return rows }
+                let rows = try? decoder.values(of: result, rows: start..<min(count, start + SnapshotDecoder.chunkRows))
+                chunks[chunk] = rows
+                return rows
+            }
         }
         return rows.map { RowSnapshot(row: index - start, of: $0, version: versions[index]) }
     }

@@ -4,10 +4,9 @@
 /// row of ``DecodedRows`` (its values in an array shared with a few hundred other rows); a
 /// saved one has an array of its own.
 ///
-/// A row fetched for a fault of an asynchronous fetch stays *encoded*: libpq's binary bytes
-/// in the result it came in (``EncodedRows``), decoded with its chunk of rows when the first
-/// fault of the chunk fires — a fetch of a million faults then decodes only keys and
-/// versions, as Core Data's row cache keeps SQLite's rows until asked. Objects always hold
+/// A row fetched for a fault of an asynchronous fetch is a row of its batch (``EncodedRows``,
+/// decoded off the context as the batch arrived), until the fault fires and takes the
+/// decoded row (after checking that the row cache holds no newer one). Objects always hold
 /// decoded snapshots (``decoded()``).
 struct RowSnapshot: Sendable {
     // One reference, the enum's tag in its spare bits: 16 bytes with the row number and the
