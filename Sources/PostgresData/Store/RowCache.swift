@@ -1,4 +1,5 @@
 import PostgresClient
+import Synchronization
 
 /// The coordinator's cache of row snapshots, shared by its contexts.
 ///
@@ -144,6 +145,9 @@ final class RowCache: Sendable {
     }
 
     private let state = Locked(State())
+    /// The generation of the entry that took a snapshot last (set under the lock): a fault
+    /// whose reader began at or after it finds no newer row without taking the lock.
+    private let latestEntryGeneration = Atomic<UInt64>(0)
     private let start = ContinuousClock.now
 
     /// The bytes an entry takes in the cache's tables (a million rows: a million entries).
@@ -205,7 +209,12 @@ final class RowCache: Sendable {
     }
 
     func row(for id: ManagedObjectID, pending: RowSnapshot, oldest: UInt32? = nil) -> FaultRow {
-        state.withLock { state in Self.row(for: id, pending: pending, oldest: oldest, in: state) }
+        if let reader = pending.reader, latestEntryGeneration.load(ordering: .acquiring) <= reader.generation {
+            // No entry changed since the fault's reader began: its own row, as below.
+            if let oldest, reader.stamp < oldest { return .changed }
+            return .own
+        }
+        return state.withLock { state in Self.row(for: id, pending: pending, oldest: oldest, in: state) }
     }
 
     /// ``row(for:pending:oldest:)`` for many faults, in one lock. With `oldest`, rows the
@@ -261,6 +270,7 @@ final class RowCache: Sendable {
                     state.generation += 1
                 }
             }
+            latestEntryGeneration.store(state.generation, ordering: .releasing)
         }
     }
 
@@ -277,6 +287,7 @@ final class RowCache: Sendable {
         let now = stamp()
         state.withLock { state in
             for (id, snapshot) in pairs { state.change(id, to: snapshot, stamp: now) }
+            latestEntryGeneration.store(state.generation, ordering: .releasing)
         }
     }
 
@@ -317,6 +328,7 @@ final class RowCache: Sendable {
                     state.change(id, to: nil, stamp: 0)
                 }
             }
+            latestEntryGeneration.store(state.generation, ordering: .releasing)
         }
     }
 
