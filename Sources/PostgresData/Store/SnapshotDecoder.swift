@@ -7,17 +7,21 @@ import PostgresClient
 struct SnapshotDecoder: Sendable {
     private let entity: EntityDescription
     private let columns: [ColumnDecoder]
-    private let indices: [Int]
+    /// For each property, the position in `columns` of its column, or −1 when it has none (a
+    /// to-many relationship, which holds NULL).
+    private let sources: [Int]
     /// The number of properties of the entity: values per row.
     let propertyCount: Int
     private let fast: Bool
 
     init(entity: EntityDescription, result: QueryResult) {
         self.entity = entity
-        self.indices = entity.columnIndices
         self.propertyCount = entity.properties.count
+        var sources = [Int](repeating: -1, count: entity.properties.count)
+        for (position, index) in entity.columnIndices.enumerated() { sources[index] = position }
+        self.sources = sources
         let described = result.columns
-        let keyed = described.count == indices.count + 2 && described[0].type == .int8 && described[1].type == .xid
+        let keyed = described.count == entity.columnIndices.count + 2 && described[0].type == .int8 && described[1].type == .xid
             && described.allSatisfy { $0.format == .binary }
         self.fast = keyed
         self.columns = keyed ? entity.columnDecodings.enumerated().map { position, decoding in
@@ -70,20 +74,25 @@ struct SnapshotDecoder: Sendable {
     /// `each` as it is decoded. Only for a result this decoder decodes column by column.
     func values(of result: QueryResult, rows range: Range<Int>, each: (Row) throws -> Void = { _ in }) throws -> DecodedRows {
         let values = try [AttributeValue](unsafeUninitializedCapacity: range.count * propertyCount) { buffer, count in
-            // Properties without a column (to-many relationships) hold NULL.
-            buffer.initialize(repeating: .null)
-            count = buffer.count
-            var offset = 0
+            let base = buffer.baseAddress.unsafelyUnwrapped
             for index in range {
                 let row = result[index]
                 try each(row)
-                for position in 0..<columns.count {
-                    buffer[offset + indices[position]] = try columns[position].value(row)
+                for source in sources {
+                    try initialize(base + count, from: source, of: row)
+                    count += 1
                 }
-                offset += propertyCount
             }
         }
         return DecodedRows(values: values, width: propertyCount)
+    }
+
+    /// Initializes one value's memory, once, in property order: a value that fails to decode
+    /// leaves it uninitialized and the values before it counted, for the array to destroy.
+    /// Properties without a column (to-many relationships) hold NULL.
+    @inline(__always)
+    private func initialize(_ slot: UnsafeMutablePointer<AttributeValue>, from source: Int, of row: Row) throws {
+        slot.initialize(to: source < 0 ? .null : try columns[source].value(row))
     }
 
     func decode(_ row: Row) throws -> (Int64, RowSnapshot) {
@@ -105,11 +114,10 @@ struct SnapshotDecoder: Sendable {
     func values(of row: Row) throws -> [AttributeValue] {
         guard fast else { return try PersistentStoreCoordinator.decodeSnapshot(row, entity: entity).1.values.array }
         return try [AttributeValue](unsafeUninitializedCapacity: propertyCount) { buffer, count in
-            // Properties without a column (to-many relationships) hold NULL.
-            buffer.initialize(repeating: .null)
-            count = buffer.count
-            for position in 0..<columns.count {
-                buffer[indices[position]] = try columns[position].value(row)
+            let base = buffer.baseAddress.unsafelyUnwrapped
+            for source in sources {
+                try initialize(base + count, from: source, of: row)
+                count += 1
             }
         }
     }
