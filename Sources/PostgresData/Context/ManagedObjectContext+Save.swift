@@ -14,7 +14,7 @@ extension ManagedObjectContext {
     /// Rows changed underneath are resolved by ``mergePolicy``. When the save throws, the
     /// database is unchanged and the context still holds every change, to fix and retry; the
     /// inserted objects of a save of more than 500 rows may by then hold permanent IDs, as
-    /// after ``obtainPermanentIDs(for:)`` (a larger save allocates keys while its will-save
+    /// after ``obtainPermanentIDs(for:)-4cry7`` (a larger save allocates keys while its will-save
     /// hooks run, and makes them permanent while the database writes).
     ///
     /// This form blocks the context's thread while the database works; in async code, use
