@@ -106,21 +106,28 @@ import Testing
             }
             if step % 5_000 == 0 || step == 59_999 {
                 #expect(map.count == model.count)
-                for (id, object) in model { #expect(map[id] === object) }
+                // (Listed before the lookups, which place the objects still waiting.)
                 #expect(Set(map.objects.map(ObjectIdentifier.init)) == Set(model.values.map(ObjectIdentifier.init)))
+                for (id, object) in model { #expect(map[id] === object) }
             }
         }
         #expect(released > 1_000)
         weak var last: ManagedObject?
+        weak var new: ManagedObject?
         do {
             let id = ManagedObjectID(entity: entities[0], primaryKey: -1)
             let only = object(id)
             last = only
             map.insert(only)
+            let waiting = object(.temporary(for: entities[0]))
+            new = waiting
+            map.insertNew(waiting)
         }
-        #expect(last != nil)
-        map.removeAll()
-        #expect(map.isEmpty && map.objects.isEmpty && last == nil)
+        #expect(last != nil && new != nil)
+        var left = 0
+        map.removeAll { _ in left += 1 }
+        #expect(left == model.count + 2)
+        #expect(map.isEmpty && map.objects.isEmpty && last == nil && new == nil)
     }
 
     /// Objects hold their context unretained: every way out of its identity map, and the

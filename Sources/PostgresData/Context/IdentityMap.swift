@@ -159,7 +159,7 @@ final class IdentityMap {
     /// An object's reference count is read in place: the map's reference moves into a cell
     /// and, when the object stays, back into the slot without a retain or a release.
     func sweep(limit: Int, where removable: (ManagedObject) -> Bool) -> Int {
-        place()
+        // (Objects waiting to be placed are new ones, which their context's inserted set holds.)
         guard let slots, placed > 0 else { return 0 }
         return withUnsafeTemporaryAllocation(of: ManagedObject.self, capacity: 1) { buffer in
             sweep(slots, limit: limit, cell: buffer.baseAddress.unsafelyUnwrapped, where: removable)
@@ -193,7 +193,9 @@ final class IdentityMap {
     /// Removes every object, each given to `leaving` first (it must not change the map): one
     /// pass, each object read once.
     func removeAll(_ leaving: (ManagedObject) -> Void = { _ in }) {
-        place()
+        let waiting = unplaced
+        unplaced = []
+        for object in waiting { leaving(object) }
         guard let slots, placed > 0 else { return }
         for index in 0...mask where slots[index] != 0 {
             let object = Self.unmanaged(slots[index])
@@ -206,11 +208,12 @@ final class IdentityMap {
 
     /// Calls `body` with every object. `body` must not change the map (see ``objects``).
     func forEach(_ body: (ManagedObject) throws -> Void) rethrows {
-        place()
-        guard let slots, placed > 0 else { return }
-        for index in 0...mask where slots[index] != 0 {
-            try body(Self.unmanaged(slots[index]).takeUnretainedValue())
+        if let slots, placed > 0 {
+            for index in 0...mask where slots[index] != 0 {
+                try body(Self.unmanaged(slots[index]).takeUnretainedValue())
+            }
         }
+        for object in unplaced { try body(object) }
     }
 
     /// Every object, in no particular order: a copy, which the map's changes leave alone.
