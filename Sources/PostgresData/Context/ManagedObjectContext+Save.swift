@@ -62,16 +62,25 @@ extension ManagedObjectContext {
         }
         let coordinator = persistentStoreCoordinator
         let counts = request.counts
-        return try await withThrowingTaskGroup(of: [EntityDescription: [Int64]].self) { group in
-            group.addTask(executorPreference: LibraryExecutor.shared) { try await coordinator.allocateKeys(counts) }
-            // Thrown here, the group cancels the allocation and waits for it: the keys it may
-            // have taken are left unused, as a rolled-back `nextval`'s are.
+        // Should `body` throw, the allocation is cancelled and waited for: the keys it may
+        // have taken are left unused, as a rolled-back `nextval`'s are.
+        let (result, allocated) = try await whileStoreWorks({ try await coordinator.allocateKeys(counts) }, run: body)
+        try request.assign(allocated, in: self)
+        return result
+    }
+
+    /// Runs `body` on the context while `storeWork` runs on the library's executor (which
+    /// blocked callers cannot exhaust), and returns both results; when `body` throws,
+    /// `storeWork` is cancelled and waited for.
+    private func whileStoreWorks<T, Stored: Sendable>(_ storeWork: @escaping @Sendable () async throws -> Stored,
+                                                      run body: () throws -> T) async throws -> (T, Stored) {
+        try await withThrowingTaskGroup(of: Stored.self) { group in
+            group.addTask(executorPreference: LibraryExecutor.shared, operation: storeWork)
             let result = try body()
-            guard let allocated = try await group.next() else {
-                throw PostgresDataError.invalidRequest("the store's key allocation ended without keys")
+            guard let stored = try await group.next() else {
+                throw PostgresDataError.invalidRequest("the store's work ended without a result")
             }
-            try request.assign(allocated, in: self)
-            return result
+            return (result, stored)
         }
     }
 
@@ -197,14 +206,9 @@ extension ManagedObjectContext {
             return try await store { access in try await coordinator.execute(plan, access: access) }
         }
         let access = makeStoreAccess()
-        return try await withThrowingTaskGroup(of: SaveOutcome.self) { group in
-            group.addTask(executorPreference: LibraryExecutor.shared) { try await coordinator.execute(plan, access: access) }
+        return try await whileStoreWorks({ try await coordinator.execute(plan, access: access) }) {
             makeAllocatedKeysPermanent(inserted)
-            guard let outcome = try await group.next() else {
-                throw PostgresDataError.invalidRequest("the save's transaction ended without an outcome")
-            }
-            return outcome
-        }
+        }.1
     }
 
     private func makePlan() throws -> SavePlan {
