@@ -73,10 +73,22 @@ let journalEvents = Locked<[String]>([])
     }
 }
 
+/// How many times each meter (by key) was awakened from a fetch.
+let meterAwakenings = Locked<[Int64: Int]>([:])
+
+@Entity final class Meter: ManagedObject {
+    var value = 0
+    override func awakeFromFetch() {
+        super.awakeFromFetch()
+        let key = objectID.primaryKey ?? 0
+        meterAwakenings.withLock { $0[key, default: 0] += 1 }
+    }
+}
+
 @Suite(.serialized) struct LifecycleHookTests {
     func container() async throws -> PersistentContainer {
         let configuration = try await TestDatabase.fresh(prefix: "pd_lifecycle")
-        let container = PersistentContainer(name: "Journals", model: ManagedObjectModel(Journal.self, JournalPage.self, RestlessJournal.self, Chapter.self))
+        let container = PersistentContainer(name: "Journals", model: ManagedObjectModel(Journal.self, JournalPage.self, RestlessJournal.self, Chapter.self, Meter.self))
         try await container.loadPersistentStores(configuration: configuration, options: .init(createSchemaIfMissing: true))
         return container
     }
@@ -158,6 +170,31 @@ let journalEvents = Locked<[String]>([])
         #expect(Set(rows) == Set(saved))
         #expect(rows.contains { $0.hasSuffix(" -1 added by a hook") } && rows.contains { $0.hasSuffix(" 20 appendix, split") })
         #expect(!rows.contains { $0.hasSuffix(" draft") })
+    }
+
+    @Test func aFetchReadInSeveralBatchesAwakesEachObjectItFillsOnce() async throws {
+        let container = try await container()
+        try await container.rawExecute("INSERT INTO meter (value) SELECT n * 3 FROM generate_series(1, 12000) AS n")
+        meterAwakenings.withLock { $0 = [:] }
+        let context = container.newBackgroundContext()
+        try await context.perform {
+            var first = FetchRequest<Meter>(predicate: try FetchPredicate(format: "value <= 30"), sortDescriptors: [FetchSortDescriptor(key: "value")])
+            first.returnsObjectsAsFaults = false
+            let early = try context.fetch(first)
+            #expect(early.count == 10)
+            // More rows than one batch of a streamed fetch: objects already filled are not
+            // awakened again, every other one once, whichever batch it came in.
+            var all = FetchRequest<Meter>(sortDescriptors: [FetchSortDescriptor(key: "value")])
+            all.returnsObjectsAsFaults = false
+            let samples = try context.fetch(all)
+            #expect(samples.count == 12_000)
+            #expect(zip(early, samples).allSatisfy { $0 === $1 })
+            #expect(samples.enumerated().allSatisfy { index, sample in sample.value == (index + 1) * 3 && !sample.isFault })
+            #expect(Set(samples.map(ObjectIdentifier.init)).count == 12_000)
+        }
+        let awakenings = meterAwakenings.withLock { $0 }
+        #expect(awakenings.count == 12_000)
+        #expect(awakenings.values.allSatisfy { $0 == 1 })
     }
 
     @Test func aWillSaveThatNeverSettlesFailsTheSaveAndWritesNothing() async throws {

@@ -149,10 +149,10 @@ extension ManagedObjectContext {
             }
             var registered: [ManagedObject] = []
             func register(_ batch: SnapshotBatch) {
-                registered.append(contentsOf: self.register(batch, entity: entity, asFaults: request.returnsObjectsAsFaults && missing == nil,
-                                                            sharesRows: request.returnsObjectsAsFaults && missing == nil,
-                                                            refreshingChanged: request.shouldRefreshRefetchedObjects && missing == nil,
-                                                            missing: missing))
+                self.register(batch, entity: entity, asFaults: request.returnsObjectsAsFaults && missing == nil,
+                              sharesRows: request.returnsObjectsAsFaults && missing == nil,
+                              refreshingChanged: request.shouldRefreshRefetchedObjects && missing == nil,
+                              missing: missing, appendingTo: &registered)
             }
             if query.rest != nil {
                 var rest = query.rest

@@ -80,11 +80,22 @@ extension ManagedObjectContext {
     func register(_ rows: some FetchedRows, entity: EntityDescription, asFaults requestedFaults: Bool = false,
                   sharesRows: Bool = true, fromReplica: Bool? = nil, refreshingChanged: Bool = false,
                   missing: PropertySet? = nil) -> [ManagedObject] {
+        var objects: [ManagedObject] = []
+        register(rows, entity: entity, asFaults: requestedFaults, sharesRows: sharesRows, fromReplica: fromReplica,
+                 refreshingChanged: refreshingChanged, missing: missing, appendingTo: &objects)
+        return objects
+    }
+
+    /// ``register(_:entity:asFaults:sharesRows:fromReplica:refreshingChanged:missing:)``,
+    /// appending the objects to `objects` (one reference each, not one more per batch).
+    func register(_ rows: some FetchedRows, entity: EntityDescription, asFaults requestedFaults: Bool = false,
+                  sharesRows: Bool = true, fromReplica: Bool? = nil, refreshingChanged: Bool = false,
+                  missing: PropertySet? = nil, appendingTo objects: inout [ManagedObject]) {
         let fromReplica = (fromReplica ?? readsFromReplica) || queryGeneration != nil
         let asFaults = requestedFaults && !fromReplica
         let shares = (sharesRows || asFaults) && !fromReplica
-        var objects: [ManagedObject] = []
-        objects.reserveCapacity(rows.count)
+        let start = objects.count
+        if objects.capacity < start + rows.count { objects.reserveCapacity(max(start + rows.count, 2 * objects.capacity)) }
         var cached: [(ManagedObjectID, RowSnapshot)] = []
         if shares { cached.reserveCapacity(rows.count) }
         registered.reserve(rows.count)
@@ -143,8 +154,7 @@ extension ManagedObjectContext {
         let coordinator = persistentStoreCoordinator
         if !cached.isEmpty { coordinator.retainCachedRows(cached) }
         if !refreshed.isEmpty { coordinator.refreshCachedRows(refreshed) }
-        for (object, isAwakened) in zip(objects, awakened) where isAwakened { object.awakeFromFetch() }
-        return objects
+        for (object, isAwakened) in zip(objects[start...], awakened) where isAwakened { object.awakeFromFetch() }
     }
 
     /// Registers a batch of an asynchronous fetch of faults: each new fault keeps its row,
