@@ -37,7 +37,23 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     /// per fetched object cost a quarter of registering it): every path that takes an object
     /// out of a context's identity map clears it, and so does the context's `deinit` for the
     /// objects still registered.
-    @exclusivity(unchecked) unowned(unsafe) var contextStorage: ManagedObjectContext?
+    var contextStorage: ManagedObjectContext? {
+        @inline(__always) get { contextReference?.takeUnretainedValue() }
+        @inline(__always) set { contextReference = newValue.map { Unmanaged.passUnretained($0) } }
+    }
+
+    @exclusivity(unchecked) private var contextReference: Unmanaged<ManagedObjectContext>?
+
+    /// Calls `body` with the object's context, borrowed: not retained and released around
+    /// the call, which for a context that weak references point to (an asynchronous fetch's
+    /// result, an observer) are two atomic operations through its side table, once per
+    /// fault fired or value set. The context outlives the call (its queue runs it, and it
+    /// clears this reference before it goes). Nil without a context.
+    @inline(__always) @discardableResult
+    func withContext<Result>(_ body: (ManagedObjectContext) throws -> Result) rethrows -> Result? {
+        guard let contextReference else { return nil }
+        return try contextReference._withUnsafeGuaranteedRef(body)
+    }
 
     /// The values of ``values`` when they are not the snapshot's.
     @exclusivity(unchecked) private var ownValues: [AttributeValue] = []
@@ -458,13 +474,12 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     }
 
     private func fulfillFault() {
-        guard let context = managedObjectContext else {
+        guard withContext({ $0.fulfillFault(self) }) != nil else {
             // A fault without a context has nothing to read: it reads its default values.
             values = PropertyValues(entity.placeholderValues)
             isFaultStorage = false
             return
         }
-        context.fulfillFault(self)
     }
 
     /// Fills the object's values now if it is a fault, throwing what a property access would
