@@ -50,4 +50,36 @@ import Testing
         #expect(try await weight(stalenessInterval: -1) == (6, 0))
         await coordinator.close()
     }
+
+    @Test func faultsOfAnAsynchronousFetchReadAgainOnceTheirOwnRowsAreTooOld() async throws {
+        let container = try await makeContainer()
+        _ = try await container.saveItem(named: "kept")
+        let coordinator = container.persistentStoreCoordinator
+
+        /// The weight a fault of an asynchronous fetch reads once another program changed its
+        /// row (nothing tells this process) and 300 ms passed, and the queries it took.
+        func weight(stalenessInterval: Double) async throws -> (weight: Int, queries: Int) {
+            let context = container.newBackgroundContext()
+            context.stalenessInterval = stalenessInterval
+            var request = FetchRequest<Item>()
+            request.fetchBatchSize = 100
+            let asynchronous = AsynchronousFetchRequest(fetchRequest: request)
+            let result = try await context.perform { () throws in try context.execute(asynchronous) }
+            try await result.wait()
+            try await container.rawExecute("UPDATE item SET weight = weight + 1")
+            try await Task.sleep(for: .milliseconds(300))
+            return try await context.perform { () throws in
+                let item = try #require(result.finalResult?.first)
+                #expect(item.isFault)
+                let before = coordinator.requestCount
+                return (item.weight, coordinator.requestCount - before)
+            }
+        }
+        // Any age: the row the fault kept from its fetch, no query.
+        #expect(try await weight(stalenessInterval: -1) == (0, 0))
+        #expect(try await weight(stalenessInterval: 3600) == (1, 0))
+        // Older than a quarter of a second: the database's row.
+        #expect(try await weight(stalenessInterval: 0.25) == (3, 1))
+        await coordinator.close()
+    }
 }

@@ -200,17 +200,19 @@ open class ManagedObject: Hashable, CustomStringConvertible {
 
     /// Makes the object hold the committed state `snapshot` and take its values: no longer a
     /// fault. Changed properties are left to the caller.
-    func fill(with snapshot: RowSnapshot) {
-        let snapshot = snapshot.decoded()
+    func fill(with snapshot: consuming RowSnapshot) {
+        if snapshot.isEncoded, let decoded = snapshot.decodedIfPossible { snapshot = decoded }
         if extras?.missingProperties != nil { missingProperties = nil }
+        let shared = snapshot.isShared
+        if !shared {
+            ownValues = snapshot.values.array
+        } else if !ownValues.isEmpty {
+            ownValues = []
+        }
+        // (Before the snapshot changes: values read through the old one would be copied out.)
         valuesInSnapshot = false
         rowStorage = snapshot
-        if snapshot.isShared {
-            ownValues = []
-            valuesInSnapshot = true
-        } else {
-            ownValues = snapshot.values.array
-        }
+        valuesInSnapshot = shared
         isFaultStorage = false
     }
 

@@ -324,6 +324,13 @@ extension PersistentStoreCoordinator {
 
     /// What fills a fault that kept its own row (`pending`): that row, a newer cached one, or
     /// neither (the row changed since, or is older than `oldest`: read it again).
+    /// Whether a fault's own row is as new as any the coordinator knows of (see
+    /// ``RowCache/isCurrent(_:oldest:)``).
+    @inline(__always)
+    func keptRowIsCurrent(_ reader: RowCache.Reader, oldest: UInt32?) -> Bool {
+        rowCache.isCurrent(reader, oldest: oldest)
+    }
+
     func cachedRow(for id: ManagedObjectID, pending: RowSnapshot, oldest: UInt32? = nil) -> RowCache.FaultRow {
         rowCache.row(for: id, pending: pending, oldest: oldest)
     }

@@ -208,6 +208,14 @@ final class RowCache: Sendable {
         case own, newer(RowSnapshot), changed
     }
 
+    /// Whether a fault's own row is the newest the cache can know of, without the lock: no
+    /// entry changed since its reader began, and it is not older than `oldest`. (False does
+    /// not say the row changed: ask ``row(for:pending:oldest:)``.)
+    @inline(__always)
+    func isCurrent(_ reader: Reader, oldest: UInt32?) -> Bool {
+        latestEntryGeneration.load(ordering: .acquiring) <= reader.generation && reader.stamp >= oldest ?? 0
+    }
+
     func row(for id: ManagedObjectID, pending: RowSnapshot, oldest: UInt32? = nil) -> FaultRow {
         if let reader = pending.reader, latestEntryGeneration.load(ordering: .acquiring) <= reader.generation {
             // No entry changed since the fault's reader began: its own row, as below.
