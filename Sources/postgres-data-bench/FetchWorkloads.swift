@@ -231,9 +231,13 @@ func rawCursorVersionedStructs(_ raw: RawConnection, rows: Int, keeping: Bool) t
     var sum = 0
     var batchItems: [Item] = []
     batchItems.reserveCapacity(10_000)
+    let fetch = "FETCH FORWARD 10000 FROM c"
+    try raw.sendBinary(fetch)
     while true {
-        let result = try raw.execBinary("FETCH FORWARD 10000 FROM c")
+        let result = try raw.receiveBinary(fetch)
         let batch = PQntuples(result)
+        // The next batch is asked for before this one is decoded: the server reads it meanwhile.
+        if batch == 10_000 { try raw.sendBinary(fetch) }
         for row in 0..<batch { batchItems.append(rawVersionedItem(result, row)) }
         PQclear(result)
         for item in batchItems { sum &+= item.checksum }

@@ -25,6 +25,29 @@ final class RawConnection: @unchecked Sendable {
         }
     }
 
+    /// Sends `sql` (binary results) without waiting: ``receiveBinary(_:)`` reads its result.
+    func sendBinary(_ sql: String) throws {
+        guard PQsendQueryParams(handle, sql, 0, nil, nil, nil, nil, 1) == 1 else {
+            throw BenchmarkError("raw: \(sql): \(String(cString: PQerrorMessage(handle)))")
+        }
+    }
+
+    /// The rows of the statement sent last by ``sendBinary(_:)``; the caller clears them.
+    func receiveBinary(_ sql: String) throws -> OpaquePointer {
+        var kept: OpaquePointer?
+        var failed = false
+        while let result = PQgetResult(handle) {
+            if PQresultStatus(result) == PGRES_TUPLES_OK && kept == nil { kept = result; continue }
+            failed = failed || PQresultStatus(result) == PGRES_FATAL_ERROR
+            PQclear(result)
+        }
+        guard let kept, !failed else {
+            if let kept { PQclear(kept) }
+            throw BenchmarkError("raw: \(sql): \(String(cString: PQerrorMessage(handle)))")
+        }
+        return kept
+    }
+
     /// Runs `sql` with binary results and returns the result; the caller clears it.
     func execBinary(_ sql: String) throws -> OpaquePointer {
         guard let result = PQexecParams(handle, sql, 0, nil, nil, nil, nil, 1), PQresultStatus(result) == PGRES_TUPLES_OK else {
