@@ -57,11 +57,12 @@ struct StreamingTests {
         }
     }
 
-    @Test(arguments: [StreamMode.cursor(batchSize: 100), .singleRow(batchSize: 100)])
-    func leavingTheLoopEarlyFreesTheConnection(mode: StreamMode) async throws {
+    @Test(arguments: [(StreamMode.cursor(batchSize: 100), false), (.cursor(batchSize: 100), true), (.singleRow(batchSize: 100), false)])
+    func leavingTheLoopEarlyFreesTheConnection(mode: StreamMode, readingAhead: Bool) async throws {
         try await withConnection { connection async throws in
             var seen = 0
-            for try await batch in try connection.stream("SELECT g FROM generate_series(1, 1000000) g", mode: mode) {
+            for try await batch in try connection.stream("SELECT g FROM generate_series(1, 1000000) g", mode: mode,
+                                                          readingAhead: readingAhead) {
                 seen += batch.count
                 if seen >= 300 { break }
             }
@@ -103,12 +104,38 @@ struct StreamingTests {
         }
     }
 
-    @Test func cancellingAStreamStopsTheServerAndKeepsTheConnection() async throws {
+    @Test func aCursorReadingAheadRunsTheNextFetchWhileTheLoopWorks() async throws {
+        try await withConnection { connection async throws in
+            try await connection.withTransaction { connection async throws in
+                try await connection.query("CREATE TEMP SEQUENCE drawn")
+                var iterator = try connection.stream("SELECT g, nextval('drawn') FROM generate_series(1, 100) g",
+                                                     mode: .cursor(batchSize: 10), readingAhead: true).makeAsyncIterator()
+                #expect(try await iterator.next()?.count == 10)
+                // Nothing more asked for, yet the server drew the next batch's ten numbers. A
+                // statement of the transaction meanwhile waits for that FETCH first.
+                #expect(try await connection.query("SELECT last_value FROM drawn")[0].decode(Int64.self, at: 0) == 20)
+                var keys: [Int32] = []
+                while let batch = try await iterator.next() {
+                    for row in batch { keys.append(try row.decode(Int32.self, at: 0)) }
+                    // Another statement between every two batches: each FETCH ahead is read
+                    // first and kept for the stream.
+                    _ = try await connection.query("SELECT count(*) FROM pg_class")
+                }
+                #expect(keys == Array(11...100))
+                #expect(try await connection.query("SELECT last_value FROM drawn")[0].decode(Int64.self, at: 0) == 100)
+                #expect(await connection.transactionStatus == .inTransaction)
+            }
+            #expect(await connection.transactionStatus == .idle)
+        }
+    }
+
+    @Test(arguments: [false, true])
+    func cancellingAStreamStopsTheServerAndKeepsTheConnection(readingAhead: Bool) async throws {
         try await withConnection { connection async throws in
             let reader = Task {
                 var rows = 0
                 for try await batch in try connection.stream("SELECT g, pg_sleep(0.0005) FROM generate_series(1, 100000) g",
-                                                              mode: .cursor(batchSize: 500)) {
+                                                              mode: .cursor(batchSize: 500), readingAhead: readingAhead) {
                     rows += batch.count
                 }
                 return rows
@@ -124,11 +151,17 @@ struct StreamingTests {
 
     @Test func streamErrorsCarrySQLState() async throws {
         try await withConnection { connection async throws in
-            for mode in [StreamMode.cursor(batchSize: 10), .singleRow(batchSize: 10)] {
+            for (mode, readingAhead) in [(StreamMode.cursor(batchSize: 2), false), (.cursor(batchSize: 2), true), (.singleRow(batchSize: 2), false)] {
+                // The third batch fails: with reading ahead, in the FETCH sent after the second.
+                var rows = 0
                 let error = await capturePostgresError {
-                    for try await _ in try connection.stream("SELECT 1 / (5 - g) FROM generate_series(1, 100) g", mode: mode) {}
+                    for try await batch in try connection.stream("SELECT 1 / (5 - g) FROM generate_series(1, 100) g", mode: mode,
+                                                                  readingAhead: readingAhead) {
+                        rows += batch.count
+                    }
                 }
                 #expect(error?.sqlState == SQLState("22012"), "\(mode)")
+                #expect(rows == 4, "\(mode)")
                 #expect(await connection.transactionStatus == .idle)
             }
         }

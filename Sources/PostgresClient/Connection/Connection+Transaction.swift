@@ -68,6 +68,7 @@ extension Connection {
 
     func beginTransaction(_ options: TransactionOptions) async throws -> TransactionMarker {
         try await withCancellation(timeout: nil) { token in
+            if let reading = readingAhead { receiveAhead(reading) }
             let handle = try liveHandle()
             switch PQtransactionStatus(handle) {
             case PQTRANS_IDLE:
@@ -156,6 +157,10 @@ extension Connection {
     public func resetForReuse() async -> Bool {
         interruptActiveStream()
         runPendingCleanups()
+        if let reading = readingAhead {
+            receiveAhead(reading)
+            reading.ahead = nil
+        }
         guard let handle, PQconsumeInput(handle) == 1, PQstatus(handle) == CONNECTION_OK else {
             markBroken()
             refreshHealth()

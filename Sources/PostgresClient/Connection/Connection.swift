@@ -45,6 +45,9 @@ public actor Connection {
     /// The stream that owns the connection's state: a single-row statement in flight, or a
     /// cursor in a transaction the stream opened. Another statement ends it first.
     var activeStream: StreamState?
+    /// The cursor stream whose next `FETCH` was sent ahead and not read yet: any other
+    /// statement reads it first (``Connection/receiveAhead(_:)``).
+    var readingAhead: StreamState?
     var notificationWaiter: NotificationWaiter?
     private var noticeBox: Unmanaged<NoticeBox>?
 
@@ -301,7 +304,7 @@ public actor Connection {
         guard let handle else { return }
         let broken = PQstatus(handle) != CONNECTION_OK
         let idle = PQtransactionStatus(handle) == PQTRANS_IDLE
-        let streaming = activeStream != nil
+        let streaming = activeStream != nil || readingAhead != nil
         health.withLock {
             $0.isBroken = broken
             $0.needsReset = !idle || streaming

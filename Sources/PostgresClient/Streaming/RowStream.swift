@@ -8,8 +8,10 @@ import CLibPQ
 /// }
 /// ```
 ///
-/// Back-pressure is built in: the next batch is fetched only when the loop asks for it.
-/// Task cancellation cancels the fetch in flight on the server.
+/// Back-pressure is built in: the next batch is fetched only when the loop asks for it, or,
+/// for a cursor stream reading ahead, as soon as the loop has taken the previous one (the
+/// server reads it while the loop works; memory holds two batches). Task cancellation
+/// cancels the fetch in flight on the server.
 ///
 /// A stream that opened its own transaction (a cursor outside a transaction) or runs in
 /// single-row mode owns its connection until it is read to the end: the next statement run
@@ -24,9 +26,11 @@ public struct RowStream: AsyncSequence, Sendable {
     let sql: String
     let bindings: PostgresBindings
     let mode: StreamMode
+    let readsAhead: Bool
 
     public func makeAsyncIterator() -> Iterator {
-        Iterator(owner: StreamOwner(connection: connection, state: StreamState(sql: sql, bindings: bindings, mode: mode)))
+        Iterator(owner: StreamOwner(connection: connection,
+                                    state: StreamState(sql: sql, bindings: bindings, mode: mode, readsAhead: readsAhead)))
     }
 
     public struct Iterator: AsyncIteratorProtocol {
@@ -65,25 +69,43 @@ final class StreamState: @unchecked Sendable {
     /// Set when another statement ended the stream before it was read to its end.
     var interrupted = false
     var columns: ColumnSet?
+    /// Whether a cursor stream sends its next `FETCH` as soon as it hands a batch over.
+    let readsAhead: Bool
+    /// The batch asked for ahead: on its way, or read while another statement needed the
+    /// connection.
+    var ahead: Ahead?
 
-    init(sql: String, bindings: PostgresBindings, mode: StreamMode) {
+    enum Ahead {
+        case inFlight(String)
+        case received(Result<QueryResult, any Error>)
+    }
+
+    init(sql: String, bindings: PostgresBindings, mode: StreamMode, readsAhead: Bool = false) {
         self.sql = sql
         self.bindings = bindings
         self.mode = mode
+        self.readsAhead = readsAhead
     }
 }
 
 extension Connection {
     /// Streams the rows of `sql` in batches; see ``RowStream``.
+    ///
+    /// With `readingAhead`, a cursor stream sends the `FETCH` of the next batch as soon as it
+    /// hands one over, so that the server reads it while the loop works on this one (memory
+    /// then holds two batches, and one `FETCH` more than the loop asks for may run when it
+    /// stops early). Single-row streams read as the rows arrive and ignore it.
     public nonisolated func stream<each Value: PostgresEncodable>(
-        _ sql: String, _ values: repeat each Value, mode: StreamMode = .cursor(batchSize: 10_000)
+        _ sql: String, _ values: repeat each Value, mode: StreamMode = .cursor(batchSize: 10_000), readingAhead: Bool = false
     ) throws -> RowStream {
-        RowStream(connection: self, sql: sql, bindings: try PostgresBindings(repeat each values), mode: mode)
+        RowStream(connection: self, sql: sql, bindings: try PostgresBindings(repeat each values), mode: mode, readsAhead: readingAhead)
     }
 
-    /// Streams the rows of `sql` with prepared bindings; see ``RowStream``.
-    public nonisolated func stream(_ sql: String, bindings: PostgresBindings, mode: StreamMode = .cursor(batchSize: 10_000)) -> RowStream {
-        RowStream(connection: self, sql: sql, bindings: bindings, mode: mode)
+    /// Streams the rows of `sql` with prepared bindings; see ``RowStream`` and
+    /// ``stream(_:_:mode:readingAhead:)``.
+    public nonisolated func stream(_ sql: String, bindings: PostgresBindings, mode: StreamMode = .cursor(batchSize: 10_000),
+                                   readingAhead: Bool = false) -> RowStream {
+        RowStream(connection: self, sql: sql, bindings: bindings, mode: mode, readsAhead: readingAhead)
     }
 
     func nextBatch(_ state: StreamState) async throws -> QueryResult? {
@@ -131,17 +153,59 @@ extension Connection {
         guard let cursor = state.cursor else { return nil }
         let batch: QueryResult
         do {
-            batch = try run(cursor.fetch, PostgresBindings(), format: .binary, token: token, for: state)
+            batch = try takeAhead(state, token: token) ?? run(cursor.fetch, PostgresBindings(), format: .binary, token: token, for: state)
         } catch {
             endCursor(state)
             throw error
         }
-        if cursor.isLast(batch.count) { endCursor(state) }
+        if cursor.isLast(batch.count) {
+            endCursor(state)
+        } else if state.readsAhead {
+            sendAhead(cursor.fetch, for: state)
+        }
         return batch.isEmpty ? nil : batch
+    }
+
+    /// Sends the `FETCH` of a stream's next batch without waiting for it. Should sending fail,
+    /// nothing is ahead: the next batch runs the `FETCH` itself and meets the error.
+    private func sendAhead(_ fetch: String, for state: StreamState) {
+        guard let handle, PQstatus(handle) == CONNECTION_OK else { return }
+        logger.debug("statement", metadata: ["db.query.text": "\(fetch)", "db.query.parameter_count": "0"])
+        guard PQsendQueryParams(handle, fetch, 0, nil, nil, nil, nil, PostgresFormat.binary.rawValue) == 1 else { return }
+        state.ahead = .inFlight(fetch)
+        readingAhead = state
+        refreshHealth()
+    }
+
+    /// The batch a stream asked for ahead, waited for if still on its way (cancellable as
+    /// any batch); nil when none was.
+    private func takeAhead(_ state: StreamState, token: CancelToken) throws -> QueryResult? {
+        guard let ahead = state.ahead else { return nil }
+        state.ahead = nil
+        switch ahead {
+        case .received(let outcome):
+            return try outcome.get()
+        case .inFlight(let fetch):
+            readingAhead = nil
+            let handle = try liveHandle()
+            try begin(token)
+            defer { end(token) }
+            return try collectResult(handle, statement: fetch, token: token)
+        }
+    }
+
+    /// Reads the batch `state` asked for ahead, keeping it (or its error) for the stream's next
+    /// call: another statement needs the connection.
+    func receiveAhead(_ state: StreamState) {
+        readingAhead = nil
+        guard case .inFlight(let fetch)? = state.ahead, let handle else { return }
+        state.ahead = .received(Result { try collectResult(handle, statement: fetch, token: nil) })
     }
 
     /// Closes the cursor and the transaction the stream opened; errors leave nothing to clean.
     func endCursor(_ state: StreamState) {
+        if readingAhead === state { receiveAhead(state) }
+        state.ahead = nil
         state.finished = true
         if activeStream === state { activeStream = nil }
         guard let handle, PQstatus(handle) == CONNECTION_OK else { return }
@@ -254,6 +318,7 @@ extension Connection {
     func readyHandle(for stream: StreamState? = nil) throws -> OpaquePointer {
         if pendingCleanups.withLock({ !$0.isEmpty }) { runPendingCleanups() }
         if let active = activeStream, active !== stream { interruptActiveStream() }
+        if let reading = readingAhead { receiveAhead(reading) }
         return try liveHandle()
     }
 }

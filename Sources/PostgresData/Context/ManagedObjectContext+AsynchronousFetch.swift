@@ -72,8 +72,9 @@ extension ManagedObjectContext {
     }
 
     /// Walks the results of `request` batch by batch through a server-side cursor, with
-    /// back-pressure: the next `FETCH` is sent only when `body` has returned, so memory holds
-    /// one batch whatever the size of the result.
+    /// back-pressure: the server reads the next batch while `body` runs, and the one after
+    /// only once `body` has returned, so memory holds two batches whatever the size of the
+    /// result.
     ///
     /// `body` runs on the context's queue with each batch's objects (or IDs). With
     /// `releasingObjects` (the default), the batch's objects that have no unsaved changes

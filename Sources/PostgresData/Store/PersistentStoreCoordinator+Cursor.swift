@@ -5,8 +5,9 @@ extension PersistentStoreCoordinator {
     /// Runs `sql` through a server-side cursor (`DECLARE … NO SCROLL CURSOR`, then
     /// `FETCH FORWARD batchSize`) in a read-only, repeatable-read transaction on a pooled
     /// connection of its own. Each batch is decoded off the context and handed to `deliver`;
-    /// the next `FETCH` is sent when `deliver` returns, or, with `overlapping`, while the
-    /// previous batch is still being decoded and delivered (at most two batches in memory).
+    /// the server reads the next batch meanwhile (its `FETCH` is sent as soon as a batch
+    /// arrives), and, with `overlapping`, the one after is received while the previous batch
+    /// is still being decoded and delivered (at most three batches in memory, two without).
     ///
     /// Cancelling the calling task sends `PQcancel` for the statement in flight; the
     /// transaction is rolled back and the connection returns to the pool healthy.
@@ -31,7 +32,7 @@ extension PersistentStoreCoordinator {
                 }
                 var delivering: Task<Void, any Error>?
                 do {
-                    for try await result in connection.stream(sql, bindings: bindings, mode: .cursor(batchSize: batchSize)) {
+                    for try await result in connection.stream(sql, bindings: bindings, mode: .cursor(batchSize: batchSize), readingAhead: true) {
                         try Task.checkCancellation()
                         try await delivering?.value
                         if overlapping {
