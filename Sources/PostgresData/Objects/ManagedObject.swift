@@ -209,7 +209,7 @@ open class ManagedObject: Hashable, CustomStringConvertible {
         } else if !ownValues.isEmpty {
             ownValues = []
         }
-        // (Before the snapshot changes: values read through the old one would be copied out.)
+        // Cleared first: changing the snapshot would copy out the values read through the old one.
         valuesInSnapshot = false
         rowStorage = snapshot
         valuesInSnapshot = shared
