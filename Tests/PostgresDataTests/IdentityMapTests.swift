@@ -130,6 +130,34 @@ import Testing
         #expect(map.isEmpty && map.objects.isEmpty && last == nil && new == nil)
     }
 
+    /// A large map lets its objects go in the order of their addresses: each exactly once,
+    /// those nothing else holds freed, the map usable again.
+    @Test func removingManyObjectsVisitsAndReleasesEachOnce() throws {
+        let entity = try #require(testModel.entitiesByName["Item"])
+        let map = IdentityMap()
+        let count = IdentityMap.addressOrderThreshold * 3 + 5
+        var kept: [ManagedObject] = []
+        weak var dropped: ManagedObject?
+        for key in 0..<count {
+            let object = ManagedObject.makeFault(of: entity)
+            object.objectID = ManagedObjectID(entity: entity, primaryKey: Int64(key * 7))
+            map.insert(object)
+            if key % 2 == 0 { kept.append(object) } else if key == 1 { dropped = object }
+        }
+        #expect(map.count == count && dropped != nil)
+        var visited: [ObjectIdentifier] = []
+        map.removeAll { visited.append(ObjectIdentifier($0)) }
+        let distinct = Set(visited)
+        #expect(visited.count == count)
+        #expect(distinct.count == count)
+        #expect(kept.allSatisfy { distinct.contains(ObjectIdentifier($0)) })
+        #expect(dropped == nil, "an object only the map held was freed")
+        #expect(map.isEmpty && map.objects.isEmpty)
+        #expect(map[kept[1].objectID] == nil)
+        map.insert(kept[1])
+        #expect(map[kept[1].objectID] === kept[1] && map.count == 1)
+    }
+
     /// Objects hold their context unretained: every way out of its identity map, and the
     /// context's end, must leave them with no context (a missed one would point at freed
     /// memory).

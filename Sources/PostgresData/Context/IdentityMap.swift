@@ -192,18 +192,72 @@ final class IdentityMap {
 
     /// Removes every object, each given to `leaving` first (it must not change the map): one
     /// pass, each object read once.
+    ///
+    /// Many objects leave in the order of their addresses, not of their slots: objects
+    /// allocated together (a fetch's, in key order) are read and freed together. (Freeing a
+    /// million in slot order, runs of 8 in random places, missed the cache at every run and
+    /// took 2.5 times as long.)
     func removeAll(_ leaving: (ManagedObject) -> Void = { _ in }) {
         let waiting = unplaced
         unplaced = []
         for object in waiting { leaving(object) }
         guard let slots, placed > 0 else { return }
+        guard placed >= Self.addressOrderThreshold else {
+            for index in 0...mask where slots[index] != 0 {
+                let object = Self.unmanaged(slots[index])
+                leaving(object.takeUnretainedValue())
+                object.release()
+                slots[index] = 0
+            }
+            placed = 0
+            return
+        }
+        let count = placed
+        let references = UnsafeMutablePointer<UInt>.allocate(capacity: count)
+        defer { references.deallocate() }
+        var taken = 0
         for index in 0...mask where slots[index] != 0 {
-            let object = Self.unmanaged(slots[index])
-            leaving(object.takeUnretainedValue())
-            object.release()
+            references[taken] = slots[index] & ~7
+            taken += 1
             slots[index] = 0
         }
         placed = 0
+        Self.sortByAddress(references, count: taken)
+        for index in 0..<taken {
+            let object = Self.unmanaged(references[index])
+            leaving(object.takeUnretainedValue())
+            object.release()
+        }
+    }
+
+    /// From how many objects ``removeAll(_:)`` frees them in address order.
+    static let addressOrderThreshold = 4096
+
+    /// Sorts object addresses by their bits 4 to 36 (objects are 16-byte aligned): three
+    /// passes of a radix sort, a few milliseconds for a million.
+    private static func sortByAddress(_ addresses: UnsafeMutablePointer<UInt>, count: Int) {
+        let scratch = UnsafeMutablePointer<UInt>.allocate(capacity: count)
+        let counts = UnsafeMutablePointer<Int>.allocate(capacity: 2049)
+        defer {
+            scratch.deallocate()
+            counts.deallocate()
+        }
+        var source = addresses
+        var target = scratch
+        for pass in 0..<3 {
+            let shift = UInt(4 + 11 * pass)
+            counts.initialize(repeating: 0, count: 2049)
+            for index in 0..<count { counts[Int((source[index] >> shift) & 2047) + 1] += 1 }
+            for bucket in 0..<2048 { counts[bucket + 1] += counts[bucket] }
+            for index in 0..<count {
+                let bucket = Int((source[index] >> shift) & 2047)
+                target[counts[bucket]] = source[index]
+                counts[bucket] += 1
+            }
+            swap(&source, &target)
+        }
+        // Three passes end in the scratch buffer.
+        if source != addresses { addresses.update(from: source, count: count) }
     }
 
     /// Calls `body` with every object. `body` must not change the map (see ``objects``).
