@@ -50,10 +50,8 @@ final class RawConnection: @unchecked Sendable {
 
     /// Runs `sql` with binary results and returns the result; the caller clears it.
     func execBinary(_ sql: String) throws -> OpaquePointer {
-        guard let result = PQexecParams(handle, sql, 0, nil, nil, nil, nil, 1), PQresultStatus(result) == PGRES_TUPLES_OK else {
-            throw BenchmarkError("raw: \(sql): \(String(cString: PQerrorMessage(handle)))")
-        }
-        return result
+        try sendBinary(sql)
+        return try receiveBinary(sql)
     }
 }
 

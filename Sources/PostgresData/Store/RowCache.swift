@@ -217,11 +217,8 @@ final class RowCache: Sendable {
     }
 
     func row(for id: ManagedObjectID, pending: RowSnapshot, oldest: UInt32? = nil) -> FaultRow {
-        if let reader = pending.reader, latestEntryGeneration.load(ordering: .acquiring) <= reader.generation {
-            // No entry changed since the fault's reader began: its own row, as below.
-            if let oldest, reader.stamp < oldest { return .changed }
-            return .own
-        }
+        // No entry changed since the fault's reader began: its own row, as below.
+        if let reader = pending.reader, isCurrent(reader, oldest: oldest) { return .own }
         return state.withLock { state in Self.row(for: id, pending: pending, oldest: oldest, in: state) }
     }
 
