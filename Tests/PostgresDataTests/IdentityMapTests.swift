@@ -158,6 +158,38 @@ import Testing
         #expect(map[kept[1].objectID] === kept[1] && map.count == 1)
     }
 
+    /// New objects taking their keys (a save's inserted objects) are found by their new IDs
+    /// and no longer by their temporary ones: while none of the map's objects is placed yet,
+    /// and among fetched objects, in one pass (many) or one at a time (few).
+    @Test func objectsGivenNewKeysAreFoundByThemAlone() throws {
+        let entity = try #require(testModel.entitiesByName["Item"])
+        for (fetched, inserted) in [(0, 1_000), (0, 10), (300, 1_000), (300, 20)] {
+            let map = IdentityMap()
+            var objects: [ManagedObject] = []
+            for key in 0..<fetched {
+                let object = ManagedObject.makeFault(of: entity)
+                object.objectID = ManagedObjectID(entity: entity, primaryKey: Int64(key))
+                map.insert(object)
+                objects.append(object)
+            }
+            var new: [ManagedObject] = []
+            for _ in 0..<inserted {
+                let object = ManagedObject.makeFault(of: entity)
+                object.objectID = .temporary(for: entity)
+                map.insertNew(object)
+                new.append(object)
+            }
+            let temporary = new.map(\.objectID)
+            map.rekey(new) { $0.objectID = ManagedObjectID(entity: entity, primaryKey: 10_000 + Int64(objects.count)); objects.append($0) }
+            #expect(map.count == fetched + inserted, "\(fetched) fetched, \(inserted) inserted")
+            for id in temporary { #expect(map[id] == nil) }
+            for (key, object) in objects.enumerated() {
+                #expect(map[object.objectID] === object, "\(fetched) fetched, \(inserted) inserted: object \(key)")
+            }
+            #expect(Set(map.objects.map(ObjectIdentifier.init)) == Set(objects.map(ObjectIdentifier.init)))
+        }
+    }
+
     /// Objects hold their context unretained: every way out of its identity map, and the
     /// context's end, must leave them with no context (a missed one would point at freed
     /// memory).

@@ -315,10 +315,10 @@ final class IdentityMap {
             return
         }
         for object in objects { change(object) }
-        // The table's objects are placed again under their new IDs, and those waiting (a
-        // save's new objects, usually) for the first time, already under theirs.
-        rebuild(size: Swift.max(mask + 1, Self.size(for: count)))
-        place()
+        // The table's objects are placed again under their new IDs; those waiting (a save's
+        // new objects, usually) go on waiting, under theirs: new keys are no one else's.
+        guard placed > 0 else { return }
+        rebuild(size: Swift.max(mask + 1, Self.size(for: placed)))
     }
 
     private func grow(to wanted: Int) {

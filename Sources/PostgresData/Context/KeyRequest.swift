@@ -4,21 +4,22 @@
 /// Pure bookkeeping, no I/O: the context makes one, the coordinator allocates its
 /// ``counts`` (`nextval` of each entity's sequence), and ``assign(_:)`` hands each object
 /// its key in the order the objects were listed.
-struct KeyRequest {
-    /// The objects listed, each with the index of its entity in ``counts`` (−1: it needs no key).
-    private let objects: [ManagedObject]
+struct KeyRequest<Objects: Sequence<ManagedObject>> {
+    /// The objects listed (an array, or a view of the context's inserted objects), each with
+    /// the index of its entity in ``counts`` (−1: it needs no key).
+    private let objects: Objects
     private let slots: [Int]
     /// How many keys each entity needs, entities in the order they were first met.
     let counts: [(EntityDescription, Int)]
 
     /// The keys `objects` need (those still temporary and without an allocated key), or nil
     /// when none does.
-    init?(for objects: [ManagedObject]) {
+    init?(for objects: Objects) {
         // A save touches few entities: small arrays searched by identity beat hashing per object.
         var entities: [EntityDescription] = []
         var counts: [Int] = []
         var slots: [Int] = []
-        slots.reserveCapacity(objects.count)
+        slots.reserveCapacity(objects.underestimatedCount)
         for object in objects {
             guard object.objectID.isTemporaryID && object.allocatedKey == 0 else {
                 slots.append(-1)

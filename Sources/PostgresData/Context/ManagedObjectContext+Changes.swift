@@ -43,10 +43,21 @@ extension ManagedObjectContext {
         object.isFaultStorage = false
         object.managedObjectContext = self
         object.isInsertedStorage = true
-        if isNew { insertedSet.appendNew(object) } else { insertedSet[key] = object }
+        if isNew {
+            insertedSet.appendNew(object)
+            if parent == nil, !isReadOnly { (keyReservation ?? makeKeyReservation()).noteInserted(object.entity) }
+        } else {
+            insertedSet[key] = object
+        }
         pendingChanges.inserted.append(object.objectID)
         hookChanges?.append(object)
         object.awakeFromInsert()
+    }
+
+    private func makeKeyReservation() -> KeyReservation {
+        let reservation = KeyReservation(coordinator: persistentStoreCoordinator)
+        keyReservation = reservation
+        return reservation
     }
 
     /// Marks an object deleted and applies the delete rules of its relationships (nullify
@@ -99,7 +110,12 @@ extension ManagedObjectContext {
 
     /// The objects a save writes: inserted, then updated, then deleted.
     func changedObjectsInSaveOrder() -> [ManagedObject] {
-        Array(insertedSet.values) + Array(updatedSet.values) + Array(deletedSet.values)
+        var objects: [ManagedObject] = []
+        objects.reserveCapacity(insertedSet.count + updatedSet.count + deletedSet.count)
+        objects.append(contentsOf: insertedSet.values)
+        objects.append(contentsOf: updatedSet.values)
+        objects.append(contentsOf: deletedSet.values)
+        return objects
     }
 
     /// True when the context has unsaved inserts, updates or deletes.

@@ -57,16 +57,34 @@ extension ManagedObjectContext {
     /// a large save's inserted objects, which the server takes a while to produce (`nextval`
     /// once per row). A smaller save asks for its keys afterwards, in ``saveToStore()``.
     private func allocatingKeys<T>(during body: () throws -> T) async throws -> T {
-        guard insertedSet.count > SavePlan.pipelineLimit, let request = KeyRequest(for: Array(insertedSet.values)) else {
+        guard insertedSet.count > SavePlan.pipelineLimit, let request = KeyRequest(for: insertedSet.values) else {
             return try body()
         }
         let coordinator = persistentStoreCoordinator
-        let counts = request.counts
+        let counts = await countsToDraw(request.counts)
         // Should `body` throw, the allocation is cancelled and waited for: the keys it may
         // have taken are left unused, as a rolled-back `nextval`'s are.
         let (result, allocated) = try await whileStoreWorks({ try await coordinator.allocateKeys(counts) }, run: body)
-        try request.assign(allocated, in: self)
+        try request.assign(withReservedKeys(allocated, for: request.counts), in: self)
         return result
+    }
+
+    /// The keys the store must still draw for `counts`, once the keys reserved while the
+    /// objects were inserted (see ``KeyReservation``), a reservation on its way included, are
+    /// counted out.
+    private func countsToDraw(_ counts: [(EntityDescription, Int)]) async -> [(EntityDescription, Int)] {
+        guard let keyReservation else { return counts }
+        await keyReservation.collect()
+        return keyReservation.missing(from: counts)
+    }
+
+    /// The reserved keys for `counts` followed by the ones the store drew for the rest.
+    private func withReservedKeys(_ drawn: [EntityDescription: [Int64]], for counts: [(EntityDescription, Int)]) -> [EntityDescription: [Int64]] {
+        guard let keyReservation else { return drawn }
+        var keys = keyReservation.take(counts)
+        guard !keys.isEmpty else { return drawn }
+        for (entity, more) in drawn { keys[entity, default: []].append(contentsOf: more) }
+        return keys
     }
 
     /// Runs `body` on the context while `storeWork` runs on the library's executor (which
@@ -109,9 +127,9 @@ extension ManagedObjectContext {
     private func allocateKeys(for objects: [ManagedObject]) async throws {
         guard let request = KeyRequest(for: objects) else { return }
         let coordinator = persistentStoreCoordinator
-        let counts = request.counts
-        let allocated = try await store { _ in try await coordinator.allocateKeys(counts) }
-        try request.assign(allocated, in: self)
+        let counts = await countsToDraw(request.counts)
+        let allocated = counts.isEmpty ? [:] : try await store { _ in try await coordinator.allocateKeys(counts) }
+        try request.assign(withReservedKeys(allocated, for: request.counts), in: self)
     }
 
     /// The permanent ID a temporary ID will have: its object's allocated key.
@@ -355,11 +373,14 @@ extension ManagedObjectContext {
         var destinations: Set<EntityDescription> = []
         // Runs of objects of one entity (the usual save) hash their entity once.
         var last: EntityDescription?
-        for object in objects where object.entity !== last && object.allocatedKey != 0 {
+        var allocated = 0
+        for object in objects where object.allocatedKey != 0 {
+            allocated += 1
+            guard object.entity !== last else { continue }
             last = object.entity
             destinations.insert(object.entity)
         }
-        guard !destinations.isEmpty else { return }
+        guard allocated > 0 else { return }
         let model = persistentStoreCoordinator.managedObjectModel
         let referenced = model.entities.contains { entity in
             entity.properties.indices.contains { entity.properties[$0].relationship != nil && destinations.contains(entity.destination(of: $0)) }
@@ -381,7 +402,7 @@ extension ManagedObjectContext {
                 }
             }
         }
-        registered.rekey(objects.filter { $0.allocatedKey != 0 }) { object in
+        registered.rekey(allocated == objects.count ? objects : objects.filter { $0.allocatedKey != 0 }) { object in
             // (An object listed twice takes its key once.)
             guard object.allocatedKey != 0 else { return }
             object.objectID = ManagedObjectID(entity: object.entity, primaryKey: object.allocatedKey)

@@ -78,6 +78,8 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     @exclusivity(unchecked) var insertedSet = ObjectSet()
     @exclusivity(unchecked) var updatedSet = ObjectSet()
     @exclusivity(unchecked) var deletedSet = ObjectSet()
+    /// The keys reserved for inserted objects before a save (a root context that writes).
+    @exclusivity(unchecked) var keyReservation: KeyReservation?
     /// False while no object of the context has loaded a relationship stored elsewhere (set
     /// by the object when one does, cleared by `reset()`): saves and merges then skip the
     /// walk over every registered object that looks for them.

@@ -88,6 +88,7 @@ struct SaveCompletion {
             object.holdsCacheReference = false
         }
         context.insertedSet = [:]
+        context.keyReservation?.clear()
         context.updatedSet = [:]
         context.deletedSet = [:]
         // Saved values are the committed ones, which an event's changes are measured from.

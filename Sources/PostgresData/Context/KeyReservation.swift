@@ -1,0 +1,119 @@
+import PostgresClient
+
+/// The primary keys a context takes from the store while many new objects are being
+/// inserted, so that a large save finds most of its keys ready instead of waiting for the
+/// server to draw them.
+///
+/// Once ``threshold`` inserted objects wait for keys and no reservation is on its way, the
+/// context asks the store for as many keys of each of their entities (`nextval`, as a save
+/// does), on the library's executor, while its caller goes on inserting. The objects keep
+/// their temporary IDs; a save or `obtainPermanentIDs(for:)` hands out the reserved keys
+/// first, in the order they were drawn, and asks the store only for the rest. Keys left unused
+/// (objects deleted before the save, a rollback, a reset) are skipped values of the sequence,
+/// as a rolled-back `nextval`'s are; a reservation that fails is forgotten, and the save asks
+/// for its keys itself and reports any error.
+///
+/// No Core Data equivalent (Core Data's store draws keys at the save); the pooled key
+/// allocation of Hibernate and the HiLo of Entity Framework work alike. Confined to its
+/// context's queue, except the reservation's own task.
+final class KeyReservation {
+    /// From this many inserted objects waiting for keys, a reservation is sent.
+    static let threshold = 4_096
+
+    typealias Keys = [EntityDescription: [Int64]]
+
+    private let coordinator: PersistentStoreCoordinator
+    /// Inserted objects no reservation covers yet, per entity (a save's few entities: a small
+    /// array searched by identity, the last entity first).
+    private var waiting: [(entity: EntityDescription, count: Int)] = []
+    private var waitingCount = 0
+    /// Keys drawn and not handed out yet, per entity, ascending.
+    private var reserved: [ObjectIdentifier: ArraySlice<Int64>] = [:]
+    /// The reservation on its way: its task, and the keys it drew once it is back (none when
+    /// it failed).
+    private var inFlight: (task: Task<Void, Never>, arrived: Locked<Keys?>)?
+
+    init(coordinator: PersistentStoreCoordinator) {
+        self.coordinator = coordinator
+    }
+
+    /// Notes a new object that will need a key, and sends a reservation when enough wait.
+    @inline(__always)
+    func noteInserted(_ entity: EntityDescription) {
+        if let last = waiting.indices.last, waiting[last].entity === entity {
+            waiting[last].count += 1
+        } else if let slot = waiting.firstIndex(where: { $0.entity === entity }) {
+            waiting[slot].count += 1
+        } else {
+            waiting.append((entity, 1))
+        }
+        waitingCount += 1
+        // (While one is on its way, whether it is back is looked at every 512 objects.)
+        if waitingCount >= Self.threshold, waitingCount % 512 == 0 { reserveWaiting() }
+    }
+
+    /// Sends a reservation for every waiting object, unless one is still on its way (the next
+    /// then covers all that waited meanwhile).
+    private func reserveWaiting() {
+        if let inFlight {
+            guard let keys = inFlight.arrived.withLock({ $0 }) else { return }
+            self.inFlight = nil
+            add(keys)
+        }
+        let counts = waiting.map { ($0.entity, $0.count) }
+        waiting = []
+        waitingCount = 0
+        let coordinator = self.coordinator
+        let arrived = Locked<Keys?>(nil)
+        let task = Task(executorPreference: LibraryExecutor.shared) {
+            let keys = (try? await coordinator.allocateKeys(counts)) ?? [:]
+            arrived.withLock { $0 = keys }
+        }
+        inFlight = (task, arrived)
+    }
+
+    /// Waits for a reservation on its way and keeps its keys; cancelling the calling task
+    /// cancels the reservation.
+    func collect() async {
+        guard let inFlight else { return }
+        self.inFlight = nil
+        await withTaskCancellationHandler { await inFlight.task.value } onCancel: { inFlight.task.cancel() }
+        add(inFlight.arrived.withLock { $0 } ?? [:])
+    }
+
+    /// What remains of `counts` once the reserved keys are handed out (entities with none
+    /// left out).
+    func missing(from counts: [(EntityDescription, Int)]) -> [(EntityDescription, Int)] {
+        counts.compactMap { entity, count in
+            let left = count - (reserved[ObjectIdentifier(entity)]?.count ?? 0)
+            return left > 0 ? (entity, left) : nil
+        }
+    }
+
+    /// Removes and returns reserved keys for `counts`: as many of each entity as are reserved,
+    /// up to its count, ascending.
+    func take(_ counts: [(EntityDescription, Int)]) -> Keys {
+        var taken: Keys = [:]
+        for (entity, count) in counts {
+            guard let available = reserved[ObjectIdentifier(entity)], !available.isEmpty else { continue }
+            taken[entity] = Array(available.prefix(count))
+            reserved[ObjectIdentifier(entity)] = available.dropFirst(count)
+        }
+        return taken
+    }
+
+    /// Forgets the objects waiting and the keys left (a save gave its objects keys; a
+    /// rollback or a reset dropped them).
+    func clear() {
+        inFlight = nil
+        waiting = []
+        waitingCount = 0
+        reserved = [:]
+    }
+
+    private func add(_ keys: Keys) {
+        for (entity, drawn) in keys {
+            reserved[ObjectIdentifier(entity), default: []].append(contentsOf: drawn)
+        }
+    }
+}

@@ -1,0 +1,121 @@
+import Foundation
+import PostgresClient
+@testable import PostgresData
+import Testing
+
+/// How far `item`'s identity sequence has gone (0 before its first value).
+private func drawnKeys(_ container: PersistentContainer) async throws -> Int64 {
+    try await container.rawIntegers("SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM item_id_seq").first ?? -1
+}
+
+/// Polls until `condition` holds, for up to 10 seconds; returns whether it did.
+private func eventually(_ condition: () async throws -> Bool) async throws -> Bool {
+    for _ in 0..<200 {
+        if try await condition() { return true }
+        try await Task.sleep(for: .milliseconds(50))
+    }
+    return try await condition()
+}
+
+private func insertItems(_ range: Range<Int>, into context: ManagedObjectContext) -> [Item] {
+    range.map { index in
+        let item = Item(context: context)
+        item.name = "n\(index)"
+        item.weight = index % 1000
+        return item
+    }
+}
+
+/// A context inserting many objects reserves their keys before the save (``KeyReservation``).
+@Suite struct KeyReservationTests {
+    @Test func keysAreDrawnWhileObjectsAreInsertedAndTheSaveUsesEachOnce() async throws {
+        let container = try await makeContainer()
+        let context = container.newBackgroundContext()
+        try await context.perform {
+            let items = insertItems(0..<10_000, into: context)
+            // Drawn in the background before any save; the objects keep temporary IDs.
+            #expect(try await eventually { try await drawnKeys(container) >= Int64(KeyReservation.threshold) })
+            #expect(try await container.rawIntegers("SELECT count(*) FROM item") == [0])
+            let temporary = items.filter { $0.objectID.isTemporaryID }.count
+            #expect(temporary == 10_000)
+            try await context.save()
+            // Every key drawn went to one object, in the order they were inserted.
+            #expect(items.map { $0.objectID.primaryKey ?? 0 } == Array(1...10_000))
+        }
+        #expect(try await drawnKeys(container) == 10_000)
+        #expect(try await container.rawStrings("SELECT name FROM item ORDER BY id") == (0..<10_000).map { "n\($0)" })
+        #expect(try await container.rawIntegers("SELECT id FROM item WHERE name = 'n4321'") == [4_322])
+    }
+
+    @Test func keysOfObjectsDeletedOrRolledBackAreSkippedNeverReused() async throws {
+        let container = try await makeContainer()
+        let context = container.newBackgroundContext()
+        let last = try await context.perform {
+            let first = insertItems(0..<5_000, into: context)
+            #expect(try await eventually { try await drawnKeys(container) >= Int64(KeyReservation.threshold) })
+            let reservedBeforeRollback = try await drawnKeys(container)
+            context.rollback()
+            #expect(first.allSatisfy { $0.managedObjectContext == nil })
+            let items = insertItems(5_000..<11_000, into: context)
+            for item in items[..<2_000] { context.delete(item) }
+            try await context.save()
+            let keys = items[2_000...].map { $0.objectID.primaryKey ?? 0 }
+            #expect(Set(keys).count == 4_000)
+            #expect(keys == keys.sorted())
+            #expect(keys.allSatisfy { $0 > reservedBeforeRollback }, "a key reserved before the rollback was used")
+            return keys.last ?? .max
+        }
+        #expect(try await container.rawIntegers("SELECT count(*) FROM item") == [4_000])
+        // Another context's save draws past every key reserved, used or not.
+        let other = container.newBackgroundContext()
+        let next = try await other.perform {
+            let item = Item(context: other)
+            item.name = "other"
+            try other.save()
+            return item.objectID.primaryKey ?? 0
+        }
+        #expect(next > last)
+        #expect(try await container.rawIntegers("SELECT count(DISTINCT id) FROM item") == [4_001])
+    }
+
+    @Test func aChildContextReservesNothing() async throws {
+        let container = try await makeContainer()
+        let parent = container.newBackgroundContext()
+        let child = ManagedObjectContext(concurrencyType: .privateQueue, parent: parent)
+        await child.perform { _ = insertItems(0..<5_000, into: child) }
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(try await drawnKeys(container) == 0)
+        try await child.perform { try child.save() }
+        try await parent.perform { try parent.save() }
+        #expect(try await container.rawIntegers("SELECT count(*) FROM item") == [5_000])
+        #expect(try await drawnKeys(container) == 5_000)
+    }
+
+    /// A reservation that fails is forgotten: the save draws the keys itself, reports its
+    /// error with its SQLSTATE, loses nothing, and succeeds once the cause is gone.
+    @Test func aFailedReservationLeavesTheSaveToDrawAndReport() async throws {
+        let container = try await makeContainer()
+        let context = container.newBackgroundContext()
+        // The store knows the sequence by this name: renamed, `nextval` cannot find it.
+        try await container.rawExecute("ALTER SEQUENCE item_id_seq RENAME TO item_id_seq_moved")
+        await context.perform { _ = insertItems(0..<6_000, into: context) }
+        try await Task.sleep(for: .milliseconds(300))
+        let error = await context.perform { () -> PostgresDataError? in
+            do { try context.save() } catch let error as PostgresDataError { return error } catch { return nil }
+            return nil
+        }
+        guard case .database(let failure)? = error else {
+            Issue.record("expected the save to fail in the database, got \(String(describing: error))")
+            return
+        }
+        #expect(failure.sqlState == .undefinedTable)
+        #expect(try await container.rawIntegers("SELECT count(*) FROM item") == [0])
+        try await container.rawExecute("ALTER SEQUENCE item_id_seq_moved RENAME TO item_id_seq")
+        try await context.perform {
+            #expect(context.insertedObjects.count == 6_000)
+            try context.save()
+            #expect(Set(context.registeredObjects.compactMap(\.objectID.primaryKey)).count == 6_000)
+        }
+        #expect(try await container.rawIntegers("SELECT count(*) FROM item") == [6_000])
+    }
+}
