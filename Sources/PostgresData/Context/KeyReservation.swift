@@ -27,8 +27,8 @@ final class KeyReservation {
     /// array searched by identity, the last entity first).
     private var waiting: [(entity: EntityDescription, count: Int)] = []
     private var waitingCount = 0
-    /// Keys drawn and not handed out yet, per entity, ascending.
-    private var reserved: [ObjectIdentifier: ArraySlice<Int64>] = [:]
+    /// Keys drawn per entity, ascending, and how many of them were handed out.
+    private var reserved: [ObjectIdentifier: (keys: [Int64], used: Int)] = [:]
     /// The reservation on its way: its task, and the keys it drew once it is back (none when
     /// it failed).
     private var inFlight: (task: Task<Void, Never>, arrived: Locked<Keys?>)?
@@ -85,19 +85,20 @@ final class KeyReservation {
     /// left out).
     func missing(from counts: [(EntityDescription, Int)]) -> [(EntityDescription, Int)] {
         counts.compactMap { entity, count in
-            let left = count - (reserved[ObjectIdentifier(entity)]?.count ?? 0)
+            let left = count - (reserved[ObjectIdentifier(entity)].map { $0.keys.count - $0.used } ?? 0)
             return left > 0 ? (entity, left) : nil
         }
     }
 
-    /// Removes and returns reserved keys for `counts`: as many of each entity as are reserved,
-    /// up to its count, ascending.
+    /// Hands out reserved keys for `counts`: as many of each entity as are reserved, up to
+    /// its count, ascending.
     func take(_ counts: [(EntityDescription, Int)]) -> Keys {
         var taken: Keys = [:]
         for (entity, count) in counts {
-            guard let available = reserved[ObjectIdentifier(entity)], !available.isEmpty else { continue }
-            taken[entity] = Array(available.prefix(count))
-            reserved[ObjectIdentifier(entity)] = available.dropFirst(count)
+            guard let (keys, used) = reserved[ObjectIdentifier(entity)], used < keys.count else { continue }
+            let end = min(keys.count, used + count)
+            taken[entity] = Array(keys[used..<end])
+            reserved[ObjectIdentifier(entity)]?.used = end
         }
         return taken
     }
@@ -113,7 +114,7 @@ final class KeyReservation {
 
     private func add(_ keys: Keys) {
         for (entity, drawn) in keys {
-            reserved[ObjectIdentifier(entity), default: []].append(contentsOf: drawn)
+            reserved[ObjectIdentifier(entity), default: ([], 0)].keys.append(contentsOf: drawn)
         }
     }
 }

@@ -122,9 +122,10 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     var registeredInPreviousBlock = 0
     /// The undo manager changes are recorded with (``undoManager``), the state of each object
     /// before its first change of the current event, and whether an undo is being applied.
-    var undoManagerStorage: UndoManager?
-    var undoBaselines: UndoBaselines = [:]
-    var isApplyingUndo = false
+    /// (Read by every insert and every value set.)
+    @exclusivity(unchecked) var undoManagerStorage: UndoManager?
+    @exclusivity(unchecked) var undoBaselines: UndoBaselines = [:]
+    @exclusivity(unchecked) var isApplyingUndo = false
     /// Asynchronous fetches under way: their objects are held until they finish, so the
     /// blocks registering their batches do not sweep.
     var asynchronousFetchesInFlight = 0

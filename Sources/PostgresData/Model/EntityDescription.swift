@@ -16,6 +16,10 @@ import PostgresClient
 /// An entity is immutable once a ``ManagedObjectModel`` holds it, and can then be shared
 /// by every thread (that is what makes it `Sendable`).
 public final class EntityDescription: @unchecked Sendable, Hashable, CustomStringConvertible {
+    // The stored variables are set while a model resolves its entities (under its lock) and
+    // only read afterwards, once per object by inserts, fetches and saves: they skip Swift's
+    // dynamic exclusivity checks.
+
     /// The entity name (`TodoList`).
     public let name: String
     /// The table name; snake_case of ``name`` unless set (`todo_list`).
@@ -24,13 +28,13 @@ public final class EntityDescription: @unchecked Sendable, Hashable, CustomStrin
     public let managedObjectClass: ManagedObject.Type
     /// Every property in declaration order; a composite attribute's elements stand in its place
     /// (`address.street`, `address.city`).
-    public private(set) var properties: [PropertyDescription]
+    @exclusivity(unchecked) public private(set) var properties: [PropertyDescription]
     /// The properties as given (a parent's first), composites whole.
     private let declaredProperties: [PropertyDescription]
     /// How many of ``properties`` come from the parent entity (the first ones).
-    private(set) var inheritedPropertyCount: Int
+    @exclusivity(unchecked) private(set) var inheritedPropertyCount: Int
     /// The name of the entity this one is a sub-entity of.
-    public private(set) var parentEntityName: String?
+    @exclusivity(unchecked) public private(set) var parentEntityName: String?
     /// True for an entity that has no objects of its own, only its sub-entities' (Core
     /// Data's `isAbstract`): inserting one fails.
     public let isAbstract: Bool
@@ -44,35 +48,35 @@ public final class EntityDescription: @unchecked Sendable, Hashable, CustomStrin
     /// about this object (`$FETCH_SOURCE`).
     public let fetchedProperties: [FetchedPropertyDescription]
 
-    private(set) var propertyIndexByName: [String: Int]
+    @exclusivity(unchecked) private(set) var propertyIndexByName: [String: Int]
     // Set once by the model that resolves the relationships (under `resolutionLock`).
-    private(set) var relationshipStorage: [Int: RelationshipStorage] = [:]
-    private(set) var destinations: [Int: EntityDescription] = [:]
-    private(set) var inverseIndices: [Int: Int] = [:]
+    @exclusivity(unchecked) private(set) var relationshipStorage: [Int: RelationshipStorage] = [:]
+    @exclusivity(unchecked) private(set) var destinations: [Int: EntityDescription] = [:]
+    @exclusivity(unchecked) private(set) var inverseIndices: [Int: Int] = [:]
     /// The property indices stored as columns of ``tableName``, in table order after `id`.
     package private(set) var columnIndices: [Int] = []
     /// How each column of ``columnIndices`` decodes: an attribute's type, or the entity a
     /// foreign key points at (precomputed: the per-row path copies no descriptions).
-    private(set) var columnDecodings: [ColumnDecoding] = []
+    @exclusivity(unchecked) private(set) var columnDecodings: [ColumnDecoding] = []
     /// Property indices of relationships loaded on demand (to-many, join tables, the
     /// non-owning side of one-to-one).
-    private(set) var derivedRelationshipIndices: [Int] = []
+    @exclusivity(unchecked) private(set) var derivedRelationshipIndices: [Int] = []
     /// The sets of properties no two rows share (see ``makeUniqueKeys()``).
-    private(set) var uniqueKeys: [UniqueKey] = []
+    @exclusivity(unchecked) private(set) var uniqueKeys: [UniqueKey] = []
     /// How each derived attribute is computed, by property index.
-    private(set) var derivations: [Int: Derivation] = [:]
+    @exclusivity(unchecked) private(set) var derivations: [Int: Derivation] = [:]
     /// The columns a save or batch insert writes: ``columnIndices`` but derived attributes,
     /// which the database computes.
-    private(set) var writableColumnIndices: [Int] = []
-    private(set) var isResolved = false
+    @exclusivity(unchecked) private(set) var writableColumnIndices: [Int] = []
+    @exclusivity(unchecked) private(set) var isResolved = false
     /// The index of this entity in its model.
-    private(set) var modelIndex = 0
+    @exclusivity(unchecked) private(set) var modelIndex = 0
     /// The entity this one is a sub-entity of, and its own sub-entities (set by the model).
-    var superentity: EntityDescription?
-    var subentities: [EntityDescription] = []
+    @exclusivity(unchecked) var superentity: EntityDescription?
+    @exclusivity(unchecked) var subentities: [EntityDescription] = []
     /// The top of this entity's hierarchy (itself outside one); its table holds every row of
     /// the hierarchy. Set by the model.
-    var hierarchyRoot: EntityDescription?
+    @exclusivity(unchecked) var hierarchyRoot: EntityDescription?
 
     /// Describes an entity; with `parent`, a sub-entity: it has the parent's properties
     /// first, then its own, and its rows live in the parent's table.
@@ -160,17 +164,17 @@ public final class EntityDescription: @unchecked Sendable, Hashable, CustomStrin
     }
 
     /// Values of a newly inserted object: every attribute's default, nil relationships.
-    private(set) var defaultValues: [AttributeValue]
+    @exclusivity(unchecked) private(set) var defaultValues: [AttributeValue]
     /// Values of an object that has none to read (a fault whose row is gone, or whose store
     /// failed): the defaults, and for required attributes without one their type's zero
     /// (`0`, `""`, `false`, the reference date), so that a property read never traps.
-    private(set) var placeholderValues: [AttributeValue]
+    @exclusivity(unchecked) private(set) var placeholderValues: [AttributeValue]
     /// The indices of the relationships.
-    private(set) var relationshipIndices: [Int]
+    @exclusivity(unchecked) private(set) var relationshipIndices: [Int]
     /// The attributes with the rules a value must follow, by property index.
     let attributeRules: [(index: Int, rule: AttributeRule)]
     /// True when some property is a to-one relationship stored as a foreign key.
-    private(set) var hasForeignKeys = false
+    @exclusivity(unchecked) private(set) var hasForeignKeys = false
 
     public var description: String { "EntityDescription(\(name) → \"\(tableName)\")" }
 
@@ -183,7 +187,7 @@ public final class EntityDescription: @unchecked Sendable, Hashable, CustomStrin
 
     /// The model that owns this description (its indices, relationships' destinations, row
     /// cache and sequence slots are that model's); set once, under `resolutionLock`.
-    private(set) var owner: UInt64?
+    @exclusivity(unchecked) private(set) var owner: UInt64?
 
     /// The number of the next model made (under `resolutionLock`); numbers are never reused.
     nonisolated(unsafe) static var nextModelNumber: UInt64 = 1

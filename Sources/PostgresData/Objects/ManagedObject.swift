@@ -16,17 +16,18 @@ import Foundation
 /// blocks (or on the main actor for a main-queue context), and pass ``objectID`` elsewhere.
 /// They are deliberately not `Sendable`.
 open class ManagedObject: Hashable, CustomStringConvertible {
-    // The stored properties a fetch sets on every object skip Swift's dynamic exclusivity
-    // checks (they cost a sixth of registering a fetched object): objects are confined to
-    // their context's queue, and PostgresData never holds overlapping accesses to them.
+    // The stored properties a fetch, an insert or a save sets on every object skip Swift's
+    // dynamic exclusivity checks (they cost a sixth of registering a fetched object): objects
+    // are confined to their context's queue, and PostgresData never holds overlapping
+    // accesses to them.
 
     /// The object's ID: temporary until saved, then the row's primary key.
     @exclusivity(unchecked) public internal(set) var objectID: ManagedObjectID
     // The flags sit after the ID, in the bytes its alignment leaves free: a fetch of a million
     // objects allocates a million of these, and every 16 bytes is 16 MB of fresh pages.
     @exclusivity(unchecked) var isFaultStorage = true
-    var isInsertedStorage = false
-    var isDeletedStorage = false
+    @exclusivity(unchecked) var isInsertedStorage = false
+    @exclusivity(unchecked) var isDeletedStorage = false
     /// True while the object's context holds a reference in the coordinator's row cache for it.
     @exclusivity(unchecked) var holdsCacheReference = false
     /// True while the context's pending changes list the object as updated.
@@ -68,14 +69,14 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     /// What few objects need, allocated the first time one of them is set: every 8 bytes
     /// here would be 8 MB more for a fetch of a million objects (the object is now 88 bytes,
     /// a 96-byte block).
-    private var extras: Extras?
+    @exclusivity(unchecked) private var extras: Extras?
 
     private final class Extras {
-        var relationshipSets: [Int: RelationshipSet] = [:]
-        var faultingBatch: FaultingBatch?
-        var allocatedKey: Int64 = 0
-        var changedBeyond64: Set<Int> = []
-        var missingProperties: PropertySet?
+        @exclusivity(unchecked) var relationshipSets: [Int: RelationshipSet] = [:]
+        @exclusivity(unchecked) var faultingBatch: FaultingBatch?
+        @exclusivity(unchecked) var allocatedKey: Int64 = 0
+        @exclusivity(unchecked) var changedBeyond64: Set<Int> = []
+        @exclusivity(unchecked) var missingProperties: PropertySet?
     }
 
     private func madeExtras() -> Extras {
@@ -301,7 +302,12 @@ open class ManagedObject: Hashable, CustomStringConvertible {
 
     private static func entity(in context: ManagedObjectContext) -> EntityDescription {
         // The context's model's own description: the class's may belong to another model.
-        if self != ManagedObject.self { return context.persistentStoreCoordinator.managedObjectModel.entity(for: self) ?? entity() }
+        if self != ManagedObject.self {
+            // The class's own description, unless the model holds a copy of it (a class in two models).
+            let model = context.persistentStoreCoordinator.managedObjectModel
+            let own = entity()
+            return model.owns(own) ? own : model.entity(for: self) ?? own
+        }
         preconditionFailure("ManagedObject(context:) needs a subclass declared with @Entity; use init(entity:insertInto:)")
     }
 
