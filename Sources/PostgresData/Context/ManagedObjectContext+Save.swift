@@ -15,7 +15,10 @@ extension ManagedObjectContext {
     /// database is unchanged and the context still holds every change, to fix and retry; the
     /// inserted objects of a save of more than 500 rows may by then hold permanent IDs, as
     /// after ``obtainPermanentIDs(for:)-4cry7`` (a larger save allocates keys while its will-save
-    /// hooks run, and makes them permanent while the database writes).
+    /// hooks run, and makes them permanent while the database writes). A context inserting
+    /// thousands of objects draws most of their keys in the background while they are
+    /// inserted, so a large save hardly waits for them; keys it leaves unused (objects deleted
+    /// or rolled back first) are skipped values of the sequence.
     ///
     /// This form blocks the context's thread while the database works; in async code, use
     /// ``save()``'s `await` form, which suspends instead.
