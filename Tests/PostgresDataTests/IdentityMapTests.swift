@@ -180,7 +180,14 @@ import Testing
                 new.append(object)
             }
             let temporary = new.map(\.objectID)
-            map.rekey(new) { $0.objectID = ManagedObjectID(entity: entity, primaryKey: 10_000 + Int64(objects.count)); objects.append($0) }
+            var seen: [Int] = []
+            map.rekey(new) { index, object in
+                seen.append(index)
+                object.objectID = ManagedObjectID(entity: entity, primaryKey: 10_000 + Int64(index))
+                objects.append(object)
+            }
+            #expect(seen == Array(0..<inserted))
+            #expect(new.map { $0.objectID.primaryKey } == (0..<inserted).map { 10_000 + Int64($0) })
             #expect(map.count == fetched + inserted, "\(fetched) fetched, \(inserted) inserted")
             for id in temporary { #expect(map[id] == nil) }
             for (key, object) in objects.enumerated() {

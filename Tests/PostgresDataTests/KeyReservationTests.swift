@@ -78,6 +78,35 @@ private func insertItems(_ range: Range<Int>, into context: ManagedObjectContext
         #expect(try await container.rawIntegers("SELECT count(DISTINCT id) FROM item") == [4_001])
     }
 
+    /// A large save of new objects pointing at other new objects: every foreign key is written
+    /// with the key its target took, after deletions left holes among the inserted objects.
+    @Test func newObjectsPointingAtNewObjectsAreWrittenWithTheirTargetsKeys() async throws {
+        let container = try await makeContainer()
+        let context = container.newBackgroundContext()
+        try await context.perform {
+            let lists = (0..<20).map { index -> TodoList in
+                let list = TodoList(context: context)
+                list.title = "list \(index)"
+                return list
+            }
+            let items = insertItems(0..<6_000, into: context)
+            for (index, item) in items.enumerated() { item.list = lists[index % 20] }
+            for (index, item) in items.enumerated() where index % 3 == 1 { context.delete(item) }
+            try await context.save()
+            let kept = items.filter { !$0.isDeleted }
+            #expect(kept.count == 4_000)
+            #expect(kept.allSatisfy { !$0.objectID.isTemporaryID } && lists.allSatisfy { !$0.objectID.isTemporaryID })
+            #expect(lists.map(\.items.count) == Array(repeating: 200, count: 20))
+            for list in lists { #expect(list.items.allSatisfy { $0.list === list }) }
+        }
+        let wrong = try await container.rawIntegers("""
+            SELECT count(*) FROM item JOIN todo_list ON todo_list.id = item.list_id
+            WHERE todo_list.title <> 'list ' || (substring(item.name FROM 2)::int % 20)
+            """)
+        #expect(wrong == [0])
+        #expect(try await container.rawIntegers("SELECT count(*) FROM item WHERE list_id IS NOT NULL") == [4_000])
+    }
+
     @Test func aChildContextReservesNothing() async throws {
         let container = try await makeContainer()
         let parent = container.newBackgroundContext()

@@ -301,20 +301,21 @@ final class IdentityMap {
         }
     }
 
-    /// Gives registered objects new IDs (`change` sets them), keeping them registered. Many
+    /// Gives registered objects new IDs (`change` sets them, given each object's index in
+    /// `objects`), keeping them registered. Many
     /// at once (a save's inserted objects taking their keys) cost one pass over the table
     /// rather than a removal and an insertion each.
-    func rekey(_ objects: [ManagedObject], _ change: (ManagedObject) -> Void) {
+    func rekey(_ objects: [ManagedObject], _ change: (_ index: Int, ManagedObject) -> Void) {
         guard objects.count >= 64, objects.count * 4 >= count else {
             place()
-            for object in objects {
+            for (index, object) in objects.enumerated() {
                 remove(object.objectID)
-                change(object)
+                change(index, object)
                 insert(object)
             }
             return
         }
-        for object in objects { change(object) }
+        for (index, object) in objects.enumerated() { change(index, object) }
         // The table's objects are placed again under their new IDs; those waiting (a save's
         // new objects, usually) go on waiting, under theirs: new keys are no one else's.
         guard placed > 0 else { return }

@@ -2,39 +2,45 @@
 /// objects that have none yet, and which objects take them once they come.
 ///
 /// Pure bookkeeping, no I/O: the context makes one, the coordinator allocates its
-/// ``counts`` (`nextval` of each entity's sequence), and ``assign(_:)`` hands each object
-/// its key in the order the objects were listed.
-struct KeyRequest<Objects: Sequence<ManagedObject>> {
-    /// The objects listed (an array, or a view of the context's inserted objects), each with
-    /// the index of its entity in ``counts`` (−1: it needs no key).
-    private let objects: Objects
+/// ``counts`` (`nextval` of each entity's sequence), and ``assign(_:to:)`` hands each object
+/// its key in the order the objects were listed. Objects are named by their position among
+/// the context's inserted objects (``ObjectSet``), which keeps their allocated keys.
+struct KeyRequest {
+    /// The positions of the objects that need keys, each with the index of its entity in
+    /// ``counts``.
+    private let positions: [Int]
     private let slots: [Int]
     /// How many keys each entity needs, entities in the order they were first met.
     let counts: [(EntityDescription, Int)]
 
-    /// The keys `objects` need (those still temporary and without an allocated key), or nil
-    /// when none does.
-    init?(for objects: Objects) {
+    /// The keys the inserted objects at `chosen` positions (all when nil) need: those still
+    /// temporary and without an allocated key. Nil when none does.
+    init?(_ inserted: ObjectSet, at chosen: [Int]? = nil) {
         // A save touches few entities: small arrays searched by identity beat hashing per object.
         var entities: [EntityDescription] = []
         var counts: [Int] = []
+        var positions: [Int] = []
         var slots: [Int] = []
-        slots.reserveCapacity(objects.underestimatedCount)
-        for object in objects {
-            guard object.objectID.isTemporaryID && object.allocatedKey == 0 else {
-                slots.append(-1)
-                continue
-            }
+        func note(_ position: Int, _ object: ManagedObject) {
+            guard object.objectID.isTemporaryID && inserted.allocatedKey(at: position) == 0 else { return }
             let slot = entities.firstIndex { $0 === object.entity } ?? {
                 entities.append(object.entity)
                 counts.append(0)
                 return entities.count - 1
             }()
             counts[slot] += 1
+            positions.append(position)
             slots.append(slot)
         }
+        if let chosen {
+            for position in chosen { if let object = inserted.object(at: position) { note(position, object) } }
+        } else {
+            positions.reserveCapacity(inserted.count)
+            slots.reserveCapacity(inserted.count)
+            inserted.forEachPosition(note)
+        }
         guard !entities.isEmpty else { return nil }
-        self.objects = objects
+        self.positions = positions
         self.slots = slots
         self.counts = Array(zip(entities, counts))
     }
@@ -42,10 +48,12 @@ struct KeyRequest<Objects: Sequence<ManagedObject>> {
     /// The number of keys asked for.
     var total: Int { counts.reduce(0) { $0 + $1.1 } }
 
-    /// Gives each listed object that still needs a key one of `allocated`'s, as long as it
-    /// is still an inserted object of `context` (a will-save hook may have deleted it while
-    /// the keys were on their way; its key is then left unused, as a rolled-back `nextval` is).
-    func assign(_ allocated: [EntityDescription: [Int64]], in context: ManagedObjectContext) throws {
+    /// Gives each listed object that still needs a key one of `allocated`'s. Keys of one
+    /// entity are alike: a will-save hook may have deleted objects while the keys were on their
+    /// way (the positions then hold other objects, or none), and each position's object takes
+    /// the next key of its entity if it is still temporary and without one; keys left over are
+    /// unused, as a rolled-back `nextval`'s are.
+    func assign(_ allocated: [EntityDescription: [Int64]], to inserted: inout ObjectSet) throws {
         var keys: [[Int64]] = []
         for (entity, count) in counts {
             guard let allocatedKeys = allocated[entity], allocatedKeys.count >= count else {
@@ -54,11 +62,11 @@ struct KeyRequest<Objects: Sequence<ManagedObject>> {
             keys.append(allocatedKeys)
         }
         var next = [Int](repeating: 0, count: counts.count)
-        for (object, slot) in zip(objects, slots) where slot >= 0 {
-            let key = keys[slot][next[slot]]
+        for (position, slot) in zip(positions, slots) {
+            guard let object = inserted.object(at: position), object.entity === counts[slot].0,
+                  object.objectID.isTemporaryID, inserted.allocatedKey(at: position) == 0 else { continue }
+            inserted.setAllocatedKey(keys[slot][next[slot]], at: position)
             next[slot] += 1
-            guard object.managedObjectContext === context, object.objectID.isTemporaryID, object.allocatedKey == 0 else { continue }
-            object.allocatedKey = key
         }
     }
 }

@@ -60,7 +60,7 @@ extension ManagedObjectContext {
     /// a large save's inserted objects, which the server takes a while to produce (`nextval`
     /// once per row). A smaller save asks for its keys afterwards, in ``saveToStore()``.
     private func allocatingKeys<T>(during body: () throws -> T) async throws -> T {
-        guard insertedSet.count > SavePlan.pipelineLimit, let request = KeyRequest(for: insertedSet.values) else {
+        guard insertedSet.count > SavePlan.pipelineLimit, let request = KeyRequest(insertedSet) else {
             return try body()
         }
         let coordinator = persistentStoreCoordinator
@@ -68,7 +68,7 @@ extension ManagedObjectContext {
         // Should `body` throw, the allocation is cancelled and waited for: the keys it may
         // have taken are left unused, as a rolled-back `nextval`'s are.
         let (result, allocated) = try await whileStoreWorks({ try await coordinator.allocateKeys(counts) }, run: body)
-        try request.assign(withReservedKeys(allocated, for: request.counts), in: self)
+        try request.assign(withReservedKeys(allocated, for: request.counts), to: &insertedSet)
         return result
     }
 
@@ -121,24 +121,33 @@ extension ManagedObjectContext {
     /// Core Data equivalent: `obtainPermanentIDs(for:)`.
     public func obtainPermanentIDs(for objects: [ManagedObject]) async throws {
         assertOnQueue()
-        let temporary = objects.filter { $0.objectID.isTemporaryID && $0.managedObjectContext === self }
-        guard !temporary.isEmpty else { return }
-        try await allocateKeys(for: temporary)
-        makeAllocatedKeysPermanent(temporary)
+        // (Objects with temporary IDs in this context are its inserted objects.)
+        let positions = objects.compactMap { $0.objectID.isTemporaryID && $0.managedObjectContext === self ? insertedSet.position(of: $0) : nil }
+        guard !positions.isEmpty else { return }
+        try await allocateKeys(at: positions)
+        makeAllocatedKeysPermanent(at: positions)
     }
 
-    private func allocateKeys(for objects: [ManagedObject]) async throws {
-        guard let request = KeyRequest(for: objects) else { return }
+    /// Allocates keys for the inserted objects at `positions` (all when nil) that need one.
+    private func allocateKeys(at positions: [Int]? = nil) async throws {
+        guard let request = KeyRequest(insertedSet, at: positions) else { return }
         let coordinator = persistentStoreCoordinator
         let counts = await countsToDraw(request.counts)
         let allocated = counts.isEmpty ? [:] : try await store { _ in try await coordinator.allocateKeys(counts) }
-        try request.assign(withReservedKeys(allocated, for: request.counts), in: self)
+        try request.assign(withReservedKeys(allocated, for: request.counts), to: &insertedSet)
+    }
+
+    /// The key allocated to an inserted object whose ID is still temporary (0: none).
+    func allocatedKey(of object: ManagedObject) -> Int64 {
+        guard object.objectID.isTemporaryID, let position = insertedSet.position(of: object) else { return 0 }
+        return insertedSet.allocatedKey(at: position)
     }
 
     /// The permanent ID a temporary ID will have: its object's allocated key.
     func allocatedID(for id: ManagedObjectID) -> ManagedObjectID? {
-        guard id.isTemporaryID, let object = registered[id], object.allocatedKey != 0 else { return nil }
-        return ManagedObjectID(entity: id.entity, primaryKey: object.allocatedKey)
+        guard id.isTemporaryID, let object = registered[id] else { return nil }
+        let key = allocatedKey(of: object)
+        return key == 0 ? nil : ManagedObjectID(entity: id.entity, primaryKey: key)
     }
 
     /// Counts the rows a save wrote, by entity and kind, on its span and in the metrics.
@@ -189,14 +198,13 @@ extension ManagedObjectContext {
 
     private func saveToStore() async throws {
         try checkUniquenessAmongChanges()
-        let inserted = Array(insertedSet.values)
-        try await allocateKeys(for: inserted)
+        try await allocateKeys()
         for _ in 0..<10 {
             let plan = try makePlan()
             activeSpan?.noteQuery(plan.statements.map(\.sql).joined(separator: "; "))
             let outcome: SaveOutcome
             do {
-                outcome = try await execute(plan, makingPermanent: inserted)
+                outcome = try await execute(plan)
             } catch {
                 if let conflicts = try await constraintConflicts(behind: error) { throw PostgresDataError.constraintConflict(conflicts) }
                 throw error
@@ -221,14 +229,14 @@ extension ManagedObjectContext {
     /// would do after the commit: should the save fail, they keep them, as after
     /// ``obtainPermanentIDs(for:)``, and a retry inserts them with the same keys. Not when new
     /// objects may resolve to existing rows: their IDs are known only after the commit.
-    private func execute(_ plan: SavePlan, makingPermanent inserted: [ManagedObject]) async throws -> SaveOutcome {
+    private func execute(_ plan: SavePlan) async throws -> SaveOutcome {
         let coordinator = persistentStoreCoordinator
-        guard !plan.isPipelined, !plan.upsertsRows, !inserted.isEmpty else {
+        guard !plan.isPipelined, !plan.upsertsRows, !insertedSet.isEmpty else {
             return try await store { access in try await coordinator.execute(plan, access: access) }
         }
         let access = makeStoreAccess()
         return try await whileStoreWorks({ try await coordinator.execute(plan, access: access) }) {
-            makeAllocatedKeysPermanent(inserted)
+            makeAllocatedKeysPermanent()
         }.1
     }
 
@@ -249,8 +257,9 @@ extension ManagedObjectContext {
 
         var inserts: [SavePlan.Insert] = []
         inserts.reserveCapacity(insertedSet.count)
-        for object in insertedSet.values {
-            inserts.append(SavePlan.Insert(entity: object.entity, key: object.objectID.primaryKey ?? object.allocatedKey,
+        let inserted = insertedSet
+        try inserted.forEachPosition { position, object in
+            inserts.append(SavePlan.Insert(entity: object.entity, key: object.objectID.primaryKey ?? inserted.allocatedKey(at: position),
                                            values: try translate(object.values.array, of: object)))
         }
         var updates: [SavePlan.Update] = []
@@ -370,20 +379,34 @@ extension ManagedObjectContext {
         plannedPositions = [:]
     }
 
-    /// Gives objects with allocated keys their permanent IDs, everywhere in the context:
-    /// the identity map, foreign-key values and loaded relationships that point at them.
-    func makeAllocatedKeysPermanent(_ objects: [ManagedObject]) {
+    /// Gives the inserted objects at `chosen` positions (all when nil) that have allocated keys
+    /// their permanent IDs, everywhere in the context: the identity map, foreign-key values and
+    /// loaded relationships that point at them.
+    func makeAllocatedKeysPermanent(at chosen: [Int]? = nil) {
         var destinations: Set<EntityDescription> = []
         // Runs of objects of one entity (the usual save) hash their entity once.
         var last: EntityDescription?
-        var allocated = 0
-        for object in objects where object.allocatedKey != 0 {
-            allocated += 1
-            guard object.entity !== last else { continue }
+        var objects: [ManagedObject] = []
+        var keys: [Int64] = []
+        var positions: [Int] = []
+        let inserted = insertedSet
+        func note(_ position: Int, _ object: ManagedObject) {
+            let key = inserted.allocatedKey(at: position)
+            guard key != 0, object.objectID.isTemporaryID else { return }
+            objects.append(object)
+            keys.append(key)
+            positions.append(position)
+            guard object.entity !== last else { return }
             last = object.entity
             destinations.insert(object.entity)
         }
-        guard allocated > 0 else { return }
+        if let chosen {
+            // (An object listed twice takes its key once.)
+            for position in Set(chosen).sorted() { if let object = inserted.object(at: position) { note(position, object) } }
+        } else {
+            inserted.forEachPosition(note)
+        }
+        guard !objects.isEmpty else { return }
         let model = persistentStoreCoordinator.managedObjectModel
         let referenced = model.entities.contains { entity in
             entity.properties.indices.contains { entity.properties[$0].relationship != nil && destinations.contains(entity.destination(of: $0)) }
@@ -405,11 +428,9 @@ extension ManagedObjectContext {
                 }
             }
         }
-        registered.rekey(allocated == objects.count ? objects : objects.filter { $0.allocatedKey != 0 }) { object in
-            // (An object listed twice takes its key once.)
-            guard object.allocatedKey != 0 else { return }
-            object.objectID = ManagedObjectID(entity: object.entity, primaryKey: object.allocatedKey)
-            object.allocatedKey = 0
+        registered.rekey(objects) { index, object in
+            object.objectID = ManagedObjectID(entity: object.entity, primaryKey: keys[index])
         }
+        for position in positions { insertedSet.setAllocatedKey(0, at: position) }
     }
 }

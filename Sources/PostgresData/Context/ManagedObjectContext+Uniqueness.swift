@@ -83,17 +83,20 @@ extension ManagedObjectContext {
     /// leaves the context. Returns the objects with the row as the save left it.
     func adoptUpsertedRows(_ rows: [UpsertedRow]) -> [(ManagedObject, RowSnapshot)] {
         guard !rows.isEmpty else { return [] }
-        var byAllocatedID: [ManagedObjectID: ManagedObject] = [:]
-        for object in insertedSet.values where object.allocatedKey != 0 && !object.entity.uniqueKeys.isEmpty {
-            byAllocatedID[ManagedObjectID(entity: object.entity, primaryKey: object.allocatedKey)] = object
+        var byAllocatedID: [ManagedObjectID: (object: ManagedObject, position: Int)] = [:]
+        let inserted = insertedSet
+        inserted.forEachPosition { position, object in
+            let key = inserted.allocatedKey(at: position)
+            guard key != 0, object.objectID.isTemporaryID, !object.entity.uniqueKeys.isEmpty else { return }
+            byAllocatedID[ManagedObjectID(entity: object.entity, primaryKey: key)] = (object, position)
         }
         var adopted: [(ManagedObject, RowSnapshot)] = []
         for row in rows {
-            guard let object = byAllocatedID[ManagedObjectID(entity: row.entity, primaryKey: row.allocatedKey)] else { continue }
+            guard let (object, position) = byAllocatedID[ManagedObjectID(entity: row.entity, primaryKey: row.allocatedKey)] else { continue }
             if let previous = registered[ManagedObjectID(entity: row.entity, primaryKey: row.key)], previous !== object {
                 detach(previous)
             }
-            object.allocatedKey = row.key
+            insertedSet.setAllocatedKey(row.key, at: position)
             adopted.append((object, row.snapshot))
         }
         return adopted

@@ -6,8 +6,9 @@
 /// no time in a general-purpose ordered dictionary's bit-packed table. Objects known to be
 /// new to the set (``appendNew(_:)``, a new object joining the inserted ones) enter the
 /// dictionary only when the set is first asked for an object by key: many of them then grow
-/// it once, and a save that never asks (the usual one) never hashes them. Confined to the
-/// context's queue.
+/// it once, and a save that never asks (the usual one) never hashes them. The inserted set
+/// also keeps, by position, the keys a save allocated to its objects before their IDs become
+/// permanent (no side object per object). Confined to the context's queue.
 struct ObjectSet: ExpressibleByDictionaryLiteral {
     /// An object's address, hashed cheaply: addresses are unique and well spread already.
     private struct Address: Hashable {
@@ -28,6 +29,10 @@ struct ObjectSet: ExpressibleByDictionaryLiteral {
     private var positions: [Address: Int] = [:]
     /// The objects of `list` from this position on are not in `positions` yet.
     private var indexed = 0
+    /// The key allocated to the object at each position of `list` (0: none), for the inserted
+    /// objects of a save that draws their keys before writing them; as long as `list` or
+    /// shorter (the positions past its end have none), empty until the first key.
+    private var allocatedKeys: [Int64] = []
 
     init(dictionaryLiteral elements: (ObjectIdentifier, ManagedObject)...) {
         for (key, object) in elements { self[key] = object }
@@ -38,6 +43,38 @@ struct ObjectSet: ExpressibleByDictionaryLiteral {
 
     /// The objects, in the order they joined; a view of the set as it is now.
     var values: Values { Values(list: list, count: count) }
+
+    /// The object at `position` of the order objects joined in (nil where one left, or past
+    /// the end).
+    func object(at position: Int) -> ManagedObject? {
+        position < list.count ? list[position] : nil
+    }
+
+    /// Calls `body` with each object and its position, in the order they joined.
+    func forEachPosition(_ body: (Int, ManagedObject) throws -> Void) rethrows {
+        for (position, object) in list.enumerated() {
+            if let object { try body(position, object) }
+        }
+    }
+
+    /// The position of `object`, if it is in the set.
+    mutating func position(of object: ManagedObject) -> Int? {
+        indexAppended()
+        return positions[Address(identifier: ObjectIdentifier(object))]
+    }
+
+    /// The key allocated to the object at `position` (0: none).
+    func allocatedKey(at position: Int) -> Int64 {
+        position < allocatedKeys.count ? allocatedKeys[position] : 0
+    }
+
+    mutating func setAllocatedKey(_ key: Int64, at position: Int) {
+        if position >= allocatedKeys.count {
+            guard key != 0 else { return }
+            allocatedKeys.append(contentsOf: repeatElement(0, count: list.count - allocatedKeys.count))
+        }
+        allocatedKeys[position] = key
+    }
 
     /// Adds an object that is not in the set (the caller knows it), without hashing it now.
     mutating func appendNew(_ object: ManagedObject) {
@@ -107,8 +144,10 @@ struct ObjectSet: ExpressibleByDictionaryLiteral {
         guard let position = positions.removeValue(forKey: Address(identifier: key)) else { return nil }
         let object = list[position]
         list[position] = nil
+        setAllocatedKey(0, at: position)
         if positions.isEmpty {
             list.removeAll(keepingCapacity: true)
+            allocatedKeys.removeAll()
             indexed = 0
         } else if list.count >= 64 && positions.count * 2 < list.count {
             compact()
@@ -118,6 +157,9 @@ struct ObjectSet: ExpressibleByDictionaryLiteral {
 
     /// Closes the holes, keeping the order.
     private mutating func compact() {
+        if !allocatedKeys.isEmpty {
+            allocatedKeys = list.indices.compactMap { list[$0] == nil ? nil : allocatedKey(at: $0) }
+        }
         list = list.filter { $0 != nil }
         for (position, object) in list.enumerated() {
             if let object { positions[Address(identifier: ObjectIdentifier(object))] = position }

@@ -49,7 +49,7 @@ struct SaveCompletion {
         let updated = Array(context.updatedSet.values)
         let deleted = Array(context.deletedSet.values)
         context.rebaseRelationshipSets()
-        context.makeAllocatedKeysPermanent(inserted)
+        context.makeAllocatedKeysPermanent()
         for object in inserted {
             object.snapshot = RowSnapshot(values: object.values, version: version)
             object.isInsertedStorage = false

@@ -74,7 +74,6 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     private final class Extras {
         @exclusivity(unchecked) var relationshipSets: [Int: RelationshipSet] = [:]
         @exclusivity(unchecked) var faultingBatch: FaultingBatch?
-        @exclusivity(unchecked) var allocatedKey: Int64 = 0
         @exclusivity(unchecked) var changedBeyond64: Set<Int> = []
         @exclusivity(unchecked) var missingProperties: PropertySet?
     }
@@ -86,10 +85,10 @@ open class ManagedObject: Hashable, CustomStringConvertible {
         return made
     }
 
-    /// Lets the side object go once nothing is left in it (a saved insert's key, a batch
+    /// Lets the side object go once nothing is left in it (a batch
     /// given up): saved and refreshed objects go back to one allocation.
     private func dropEmptyExtras() {
-        guard let extras, extras.relationshipSets.isEmpty, extras.faultingBatch == nil, extras.allocatedKey == 0,
+        guard let extras, extras.relationshipSets.isEmpty, extras.faultingBatch == nil,
               extras.changedBeyond64.isEmpty, extras.missingProperties == nil else { return }
         self.extras = nil
     }
@@ -120,17 +119,6 @@ open class ManagedObject: Hashable, CustomStringConvertible {
 
     /// True when the object has loaded a relationship stored elsewhere (no dictionary made).
     var hasRelationshipSets: Bool { extras?.relationshipSets.isEmpty == false }
-
-    /// A primary key allocated for the inserted object by a save that has not committed yet
-    /// (0: none); the ID becomes permanent with it after the commit.
-    var allocatedKey: Int64 {
-        get { extras?.allocatedKey ?? 0 }
-        set {
-            guard newValue != 0 || extras != nil else { return }
-            madeExtras().allocatedKey = newValue
-            if newValue == 0 { dropEmptyExtras() }
-        }
-    }
 
     /// For an object a fetch with ``FetchRequest/propertiesToFetch`` filled: the stored
     /// properties it did not read (they hold NULL until the whole row is loaded, at the first
