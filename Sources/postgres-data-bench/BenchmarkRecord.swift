@@ -10,6 +10,17 @@ struct Row: Codable {
     var rawPeakMiB: Int
     /// True for throughput rows (ops/s), where a higher ratio is better.
     var higherIsBetter: Bool? = nil
+    /// How far each side's peak rose above the resident memory its run started from
+    /// (``MemoryWatch``); nil in runs recorded before it was measured.
+    var clientGrowthMiB: Int? = nil
+    var rawGrowthMiB: Int? = nil
+
+    /// The ratio of the two sides' memory growth, when both grew enough for a ratio to mean
+    /// something (32 MiB: below it, the heap's own rounding decides).
+    var memoryRatio: Double? {
+        guard let client = clientGrowthMiB, let raw = rawGrowthMiB, client >= 32, raw >= 32 else { return nil }
+        return Double(client) / Double(raw)
+    }
 }
 
 /// A recorded run (`benchmarks/<UTC instant>-<commit>.json`): the results with what they were
@@ -42,7 +53,8 @@ struct BenchmarkRecord: Codable {
     }
 
     /// Each workload of this run next to the same workload of `baseline`, flagging a ratio
-    /// more than 10 % worse; returns the number of regressions.
+    /// (of time, and of memory growth where both runs measured it) more than 10 % worse;
+    /// returns the number of regressions.
     func compare(with baseline: BenchmarkRecord, label: String) -> Int {
         print("\ncompared with \(label) (commit \(baseline.commit), \(baseline.date)): ratio then → now")
         var regressions = 0
@@ -52,7 +64,13 @@ struct BenchmarkRecord: Codable {
             let better = row.higherIsBetter == true ? row.ratio > old.ratio * 1.1 : row.ratio < old.ratio / 1.1
             if worse { regressions += 1 }
             let mark = worse ? "  REGRESSION (>10 %)" : better ? "  better" : ""
-            print("  \(row.workload.padding(toLength: 66, withPad: " ", startingAt: 0)) \(String(format: "%6.2f× → %6.2f×", old.ratio, row.ratio))\(mark)")
+            var memory = ""
+            if let before = old.memoryRatio, let now = row.memoryRatio {
+                let worseMemory = now > before * 1.1
+                if worseMemory { regressions += 1 }
+                memory = String(format: "   memory %5.2f× → %5.2f×", before, now) + (worseMemory ? "  MEMORY REGRESSION (>10 %)" : "")
+            }
+            print("  \(row.workload.padding(toLength: 66, withPad: " ", startingAt: 0)) \(String(format: "%6.2f× → %6.2f×", old.ratio, row.ratio))\(mark)\(memory)")
         }
         print(regressions == 0 ? "no workload regressed by more than 10 %" : "\(regressions) workload\(regressions == 1 ? "" : "s") regressed by more than 10 %")
         return regressions

@@ -77,16 +77,10 @@ var report: [Row] = []
 /// glibc's malloc_trim: gives memory freed by earlier runs back to the system.
 @_silgen_name("malloc_trim") func mallocTrim(_ pad: Int) -> Int32
 
-/// Resets the peak-RSS counter (VmHWM) and returns a closure reading it in MiB.
+/// Resets the peak-RSS counter and returns a closure reading the run's peak in MiB.
 func measurePeak() -> () -> Int {
-    // Memory freed by earlier runs but kept by malloc would count as this run's peak.
-    if ProcessInfo.processInfo.environment["BENCH_NO_TRIM"] == nil { _ = mallocTrim(0) }
-    try? "5".write(toFile: "/proc/self/clear_refs", atomically: false, encoding: .utf8)
-    return {
-        let status = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""
-        let line = status.split(separator: "\n").first { $0.hasPrefix("VmHWM:") } ?? ""
-        return (line.split(separator: " ").compactMap { Int($0) }.first ?? 0) / 1024
-    }
+    let watch = MemoryWatch()
+    return { watch.read().peakMiB }
 }
 
 func milliseconds(_ duration: Duration) -> Double {
@@ -100,10 +94,11 @@ func median(_ values: [Double]) -> Double {
 
 func printRow(_ row: Row) {
     let name = row.workload.padding(toLength: 66, withPad: " ", startingAt: 0)
-    print("\(name) \(String(format: "%10.1f ms %10.1f ms %7.2f× %7d MiB %7d MiB", row.clientMilliseconds, row.rawMilliseconds, row.ratio, row.clientPeakMiB, row.rawPeakMiB))")
+    let growth = row.clientGrowthMiB.map { client in String(format: " %7d MiB %7d MiB", client, row.rawGrowthMiB ?? 0) } ?? ""
+    print("\(name) \(String(format: "%10.1f ms %10.1f ms %7.2f× %7d MiB %7d MiB", row.clientMilliseconds, row.rawMilliseconds, row.ratio, row.clientPeakMiB, row.rawPeakMiB))\(growth)")
 }
 
-print("workload                                                           PostgresData        raw libpq   ratio   peak (A)   peak (B)")
+print("workload                                                           PostgresData        raw libpq   ratio   peak (A)   peak (B) growth (A) growth (B)")
 let container = PersistentContainer(name: "Bench", model: ManagedObjectModel(BenchItem.self))
 try await container.loadPersistentStores(configuration: configuration)
 let tracked = PersistentContainer(name: "Tracked", model: ManagedObjectModel(BenchItem.self))
@@ -122,25 +117,30 @@ if let standby {
 for workload in workloads where only.map(workload.name.contains) ?? true {
     var clientTimes: [Double] = []
     var rawTimes: [Double] = []
-    var clientPeak = 0
-    var rawPeak = 0
+    var clientPeak = 0, rawPeak = 0
+    var clientGrowth = 0, rawGrowth = 0
     for _ in 0..<runs {
         try await workload.prepare()
-        var peak = measurePeak()
+        var watch = MemoryWatch()
         var start = ContinuousClock.now
         try await workload.client()
         clientTimes.append(milliseconds(ContinuousClock.now - start))
-        clientPeak = max(clientPeak, peak())
+        var memory = watch.read()
+        clientPeak = max(clientPeak, memory.peakMiB)
+        clientGrowth = max(clientGrowth, memory.growthMiB)
 
         try await workload.prepare()
-        peak = measurePeak()
+        watch = MemoryWatch()
         start = ContinuousClock.now
         try workload.raw()
         rawTimes.append(milliseconds(ContinuousClock.now - start))
-        rawPeak = max(rawPeak, peak())
+        memory = watch.read()
+        rawPeak = max(rawPeak, memory.peakMiB)
+        rawGrowth = max(rawGrowth, memory.growthMiB)
     }
     let row = Row(workload: workload.name, clientMilliseconds: median(clientTimes), rawMilliseconds: median(rawTimes),
-                  ratio: median(clientTimes) / median(rawTimes), clientPeakMiB: clientPeak, rawPeakMiB: rawPeak)
+                  ratio: median(clientTimes) / median(rawTimes), clientPeakMiB: clientPeak, rawPeakMiB: rawPeak,
+                  clientGrowthMiB: clientGrowth, rawGrowthMiB: rawGrowth)
     report.append(row)
     printRow(row)
 }
