@@ -62,19 +62,37 @@ struct HistoryFetch {
         var timestamp: Date
     }
 
+    /// The conditions and parameters of a history fetch, and the token it fetches after.
+    struct Plan {
+        var filter: String
+        var bindings: PostgresBindings
+        var previous: PersistentHistoryToken?
+    }
+
     /// Fetches in one repeatable-read, read-only transaction: one snapshot for the position
-    /// and the rows.
+    /// and the rows. Without a limit, on a connection outside a transaction, the whole fetch
+    /// is one round trip: `BEGIN`, the position, the transactions, their changes and `COMMIT`
+    /// in one pipeline (the remote-change listener runs one per notification).
     func run(on connection: Connection) async throws -> PersistentHistoryResult {
-        try await connection.withTransaction(TransactionOptions(isolation: .repeatableRead, readOnly: true)) { connection in
-            try await fetch(on: connection)
+        let plan = try makePlan()
+        if request.resultType != .count, request.fetchLimit == nil, await connection.transactionStatus == .idle {
+            return try await fetchPipelined(plan, on: connection)
+        }
+        return try await connection.withTransaction(TransactionOptions(isolation: .repeatableRead, readOnly: true)) { connection in
+            try await fetch(plan, on: connection)
         }
     }
 
-    private func fetch(on connection: Connection) async throws -> PersistentHistoryResult {
-        // The WAL position read after the snapshot is taken covers the commits it sees.
-        let current = try await connection.query("SELECT pg_current_snapshot()::text, (pg_current_wal_insert_lsn() - '0/0'::pg_lsn)::int8")
-        let now = try current[0].decode(String.self, at: 0)
-        let position = WALPosition(offset: UInt64(bitPattern: try current[0].decode(Int64.self, at: 1)))
+    /// The snapshot (the position after what the fetch sees) and the WAL position read after
+    /// it was taken, which covers the commits it sees.
+    private static let positionSQL = "SELECT pg_current_snapshot()::text, (pg_current_wal_insert_lsn() - '0/0'::pg_lsn)::int8"
+
+    private static let transactionColumns = "\"id\", \"xid\"::text, \"author\", \"context_name\", \"origin\", \"timestamp\""
+
+    private static let changeColumns = "\"transaction_id\", \"entity\", \"change_type\", \"object_keys\"::text, \"updated_properties\", \"tombstones\"::text"
+
+    /// The filter and parameters of this fetch, from the request alone.
+    func makePlan() throws -> Plan {
         var bindings = PostgresBindings()
         var conditions: [String] = []
         var previous: PersistentHistoryToken?
@@ -106,25 +124,77 @@ struct HistoryFetch {
             conditions.append("\"author\" IS DISTINCT FROM ALL($\(bindings.count))")
         }
         let filter = conditions.isEmpty ? "" : " WHERE " + conditions.joined(separator: " AND ")
+        return Plan(filter: filter, bindings: bindings, previous: previous)
+    }
+
+    /// The statements of a fetch in one round trip: `BEGIN`, the position, the transactions,
+    /// their changes (the same filter in the same snapshot: exactly those transactions') and
+    /// `COMMIT`.
+    func pipelineStatements(_ plan: Plan) -> [(sql: String, bindings: PostgresBindings)] {
+        var statements: [(sql: String, bindings: PostgresBindings)] = [
+            (TransactionOptions(isolation: .repeatableRead, readOnly: true).beginStatement, PostgresBindings()),
+            (Self.positionSQL, PostgresBindings()),
+            ("SELECT \(Self.transactionColumns) FROM \(HistorySchema.transactions)\(plan.filter) ORDER BY \"id\"", plan.bindings),
+        ]
+        if request.resultType == .transactionsAndChanges {
+            statements.append(("SELECT \(Self.changeColumns) FROM \(HistorySchema.changes) WHERE \"transaction_id\" IN (SELECT \"id\" FROM \(HistorySchema.transactions)\(plan.filter)) ORDER BY \"transaction_id\"", plan.bindings))
+        }
+        statements.append(("COMMIT", PostgresBindings()))
+        return statements
+    }
+
+    private func fetchPipelined(_ plan: Plan, on connection: Connection) async throws -> PersistentHistoryResult {
+        let withChanges = request.resultType == .transactionsAndChanges
+        var results: [QueryResult] = []
+        for outcome in try await connection.pipeline(pipelineStatements(plan)) {
+            switch outcome {
+            case .succeeded(let result):
+                results.append(result)
+            case .failed(let error), .unanswered(let error), .notSent(let error):
+                if error.kind != .connectionLost { _ = await connection.resetForReuse() }
+                throw error
+            case .skipped:
+                _ = await connection.resetForReuse()
+                throw PostgresError(.server, message: "the history fetch's pipeline skipped a statement without a failure before it")
+            }
+        }
+        let rows = try results[2].map(Self.transactionRow)
+        let changes = withChanges ? try decodeChanges(results[3]) : [:]
+        return try await result(rows: rows, changes: changes, position: results[1], plan: plan, truncated: false, on: connection)
+    }
+
+    private func fetch(_ plan: Plan, on connection: Connection) async throws -> PersistentHistoryResult {
+        let position = try await connection.query(Self.positionSQL)
         if request.resultType == .count {
-            let count = try await connection.query("SELECT count(*) FROM \(HistorySchema.transactions)\(filter)", bindings: bindings)
+            let count = try await connection.query("SELECT count(*) FROM \(HistorySchema.transactions)\(plan.filter)", bindings: plan.bindings)
             return PersistentHistoryResult(transactions: [], count: Int(try count[0].decode(Int64.self, at: 0)), token: nil)
         }
         let limit = request.fetchLimit.map { " LIMIT \(max(0, $0) + 1)" } ?? ""
         var rows = try await connection.query(
-            "SELECT \"id\", \"xid\"::text, \"author\", \"context_name\", \"origin\", \"timestamp\" FROM \(HistorySchema.transactions)\(filter) ORDER BY \"id\"\(limit)",
-            bindings: bindings
-        ).map { row in
-            Row(number: try row.decode(Int64.self, at: 0), xid: try row.decode(String.self, at: 1), author: try row.decode(String?.self, at: 2),
-                contextName: try row.decode(String?.self, at: 3), origin: try row.decode(UUID.self, at: 4), timestamp: try row.decode(Date.self, at: 5))
-        }
+            "SELECT \(Self.transactionColumns) FROM \(HistorySchema.transactions)\(plan.filter) ORDER BY \"id\"\(limit)",
+            bindings: plan.bindings
+        ).map(Self.transactionRow)
         var truncated = false
         if let fetchLimit = request.fetchLimit, rows.count > fetchLimit {
             rows.removeLast(rows.count - max(0, fetchLimit))
             truncated = true
         }
         let changes = request.resultType == .transactionsAndChanges ? try await self.changes(of: rows.map(\.number), on: connection) : [:]
-        let tokens = try await self.tokens(for: rows, now: now, previous: previous, truncated: truncated, on: connection)
+        return try await result(rows: rows, changes: changes, position: position, plan: plan, truncated: truncated, on: connection)
+    }
+
+    private static func transactionRow(_ row: PostgresClient.Row) throws -> Row {
+        Row(number: try row.decode(Int64.self, at: 0), xid: try row.decode(String.self, at: 1), author: try row.decode(String?.self, at: 2),
+            contextName: try row.decode(String?.self, at: 3), origin: try row.decode(UUID.self, at: 4), timestamp: try row.decode(Date.self, at: 5))
+    }
+
+    /// The fetched transactions with their changes and tokens; `position` is the result of
+    /// ``positionSQL``.
+    private func result(rows: [Row], changes: [Int64: [PersistentHistoryChange]], position: QueryResult, plan: Plan,
+                        truncated: Bool, on connection: Connection) async throws -> PersistentHistoryResult {
+        let now = try position[0].decode(String.self, at: 0)
+        let walPosition = WALPosition(offset: UInt64(bitPattern: try position[0].decode(Int64.self, at: 1)))
+        let tokens = try await self.tokens(for: rows, now: now, previous: plan.previous, truncated: truncated, on: connection)
         var transactions: [PersistentHistoryTransaction] = []
         transactions.reserveCapacity(rows.count)
         for (row, token) in zip(rows, tokens.each) {
@@ -133,7 +203,7 @@ struct HistoryFetch {
                 changes: changes[row.number] ?? [], transactionNumber: row.number, transactionID: UInt64(row.xid) ?? 0,
                 storeInstanceID: row.origin))
         }
-        return PersistentHistoryResult(transactions: transactions, count: transactions.count, token: tokens.end, walPosition: position)
+        return PersistentHistoryResult(transactions: transactions, count: transactions.count, token: tokens.end, walPosition: walPosition)
     }
 
     /// Each transaction's token, and the token after the whole result.
@@ -176,9 +246,13 @@ struct HistoryFetch {
     /// The changes of the transactions `numbers`, one per object, by transaction number.
     private func changes(of numbers: [Int64], on connection: Connection) async throws -> [Int64: [PersistentHistoryChange]] {
         guard !numbers.isEmpty else { return [:] }
-        let rows = try await connection.query(
-            "SELECT \"transaction_id\", \"entity\", \"change_type\", \"object_keys\"::text, \"updated_properties\", \"tombstones\"::text FROM \(HistorySchema.changes) WHERE \"transaction_id\" = ANY($1) ORDER BY \"transaction_id\"",
-            numbers)
+        return try decodeChanges(try await connection.query(
+            "SELECT \(Self.changeColumns) FROM \(HistorySchema.changes) WHERE \"transaction_id\" = ANY($1) ORDER BY \"transaction_id\"",
+            numbers))
+    }
+
+    /// Rows of ``changeColumns`` as changes, one per object, by transaction number.
+    private func decodeChanges(_ rows: QueryResult) throws -> [Int64: [PersistentHistoryChange]] {
         var result: [Int64: [PersistentHistoryChange]] = [:]
         for row in rows {
             // History written by another version of the model may name entities this one lacks.
