@@ -1,6 +1,6 @@
 import Foundation
 import PostgresClient
-import PostgresData
+@testable import PostgresData
 import PostgresDataTesting
 import Testing
 
@@ -57,6 +57,31 @@ import Testing
         #expect(inserted.timestamp <= changed.timestamp)
         // One history row per entity and kind of change, keys in an array.
         #expect(try await container.rawIntegers("SELECT count(*) FROM postgres_data_history_change") == [4])
+    }
+
+    /// A fetch the server fails — a token it cannot read — on a connection of its own, as the
+    /// remote-change listener's: the error carries the server's SQLSTATE, and the connection
+    /// is left outside any transaction (the one-round-trip fetch rolled its back), so the
+    /// next fetch on it runs.
+    @Test func aFetchTheServerFailsLeavesItsConnectionReadyForTheNext() async throws {
+        let configuration = try await TestDatabase.fresh(prefix: "pd_history")
+        let container = PersistentContainer(name: "A", model: testModel)
+        var options = Self.tracking
+        options.remoteChangeNotifications = false
+        try await container.loadPersistentStores(configuration: configuration, options: options)
+        _ = try await container.saveItem(named: "a")
+        let connection = try await Connection.connect(configuration)
+        // Well formed for a token, but its xmin passes its xmax: pg_snapshot refuses it.
+        let unreadable = try #require(PersistentHistoryToken("10:5:"))
+        let failing = HistoryFetch(request: .fetchHistory(after: unreadable), model: testModel, excluding: nil)
+        await #expect { _ = try await failing.run(on: connection) } throws: { error in
+            (error as? PostgresError)?.sqlState?.rawValue == "22P02"
+        }
+        #expect(await connection.transactionStatus == .idle)
+        let all = try await HistoryFetch(request: .fetchHistory(after: nil), model: testModel, excluding: nil).run(on: connection)
+        #expect(all.transactions.count == 1)
+        await connection.close()
+        await container.persistentStoreCoordinator.close()
     }
 
     @Test func aTokenReturnsOnlyWhatFollowsItAndNothingTwice() async throws {
