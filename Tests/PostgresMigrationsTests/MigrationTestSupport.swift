@@ -11,8 +11,7 @@ struct MigrationFixture {
 
     /// `files`: file name → contents.
     static func make(_ files: [String: String] = [:]) async throws -> MigrationFixture {
-        let folder = NSTemporaryDirectory() + "pd-migrations-\(UUID().uuidString.prefix(8))"
-        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let folder = try TemporaryFolder.make(prefix: "pd-migrations")
         let fixture = MigrationFixture(folder: folder, database: try await TestDatabase.fresh(prefix: "pd_migrations"))
         for (name, contents) in files { try fixture.write(name, contents) }
         return fixture

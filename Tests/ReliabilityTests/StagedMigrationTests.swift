@@ -74,7 +74,7 @@ import Testing
         try await StagedVersions.populateVersion1(configuration)
         var environment = ProcessInfo.processInfo.environment
         environment["DATABASE_URL"] = configuration.url(redactingPassword: false)
-        let output = NSTemporaryDirectory() + "pd-staged-\(UUID().uuidString.prefix(8)).out"
+        let output = try TemporaryFolder.make(prefix: "pd-staged") + "/child.out"
         let child = try ChildProcess([binary, "mode=staged"], environment: environment, outputPath: output, errorPath: output + ".err")
         try await Deadline.poll("the child to reach the custom stage") {
             guard child.isRunning else {
