@@ -97,7 +97,7 @@ struct CancellationTests {
 
     @Test func explicitCancelFromAnotherTask() async throws {
         try await withConnection { connection async throws in
-            let sleeping = Task { try await connection.query("SELECT pg_sleep(60)") }
+            let sleeping = Task { try await connection.query("SELECT pg_sleep(30)") }
             try await waitUntilTheServerRuns(connection)
             connection.cancelCurrentQuery()
             let error = await capturePostgresError { _ = try await sleeping.value }
