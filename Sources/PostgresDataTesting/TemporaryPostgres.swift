@@ -119,10 +119,13 @@ public final class TemporaryPostgres: Sendable {
         self.serverUser = serverUser
     }
 
-    /// Connects through the Unix socket as the `postgres` superuser to the `postgres` database.
+    /// Connects through the Unix socket as the `postgres` superuser to the `postgres` database,
+    /// giving a connect 60 s rather than the default 10: a suite that runs its tests in
+    /// parallel on a small machine can keep the server from starting a backend for longer.
     public var configuration: Configuration {
         // Only values this type chose itself: cannot fail.
-        try! Configuration(keywords: ["host": directory, "port": String(port), "user": "postgres", "dbname": "postgres"])
+        try! Configuration(keywords: ["host": directory, "port": String(port), "user": "postgres", "dbname": "postgres",
+                                      "connect_timeout": "60"])
     }
 
     /// The same server over TCP on 127.0.0.1.

@@ -149,6 +149,34 @@ struct StreamingTests {
         }
     }
 
+    @Test(arguments: [StreamMode.cursor(batchSize: 100), .singleRow(batchSize: 100)])
+    func aStreamWhoseTaskIsCanceledBetweenBatchesCancelsWhatRunsAhead(mode: StreamMode) async throws {
+        try await withConnection { connection async throws in
+            try await connection.query("CREATE TEMP SEQUENCE drawn")
+            let reader = Task {
+                // The first batch comes at once; the second, read to its end, would take 1 s.
+                // Rows of 1 kB: the server sends what it buffered every 8 kB, so a single-row
+                // statement runs at most a few rows past the first batch before it arrives.
+                var iterator = try connection.stream("SELECT g, nextval('drawn'), repeat('x', 1000), pg_sleep(CASE WHEN g > 100 THEN 0.01 ELSE 0 END) FROM generate_series(1, 1000) g",
+                                                     mode: mode, readingAhead: true).makeAsyncIterator()
+                _ = try await iterator.next()
+                // The second batch's FETCH (or the statement's next rows) is on its way; the
+                // task is canceled before it asks for it.
+                withUnsafeCurrentTask { $0?.cancel() }
+                let error = await capturePostgresError { _ = try await iterator.next() }
+                // Asked while the iterator lives: its cleanup is not what ended the statement.
+                let status = await connection.transactionStatus
+                return withExtendedLifetime(iterator) { (error, status) }
+            }
+            let (error, status) = try await reader.value
+            #expect(error?.kind == .canceled)
+            #expect(status == .idle)
+            // Canceled on the server rather than read to its end.
+            let drawn = try await connection.query("SELECT last_value FROM drawn")[0].decode(Int64.self, at: 0)
+            #expect(drawn < 200, "\(drawn)")
+        }
+    }
+
     @Test func streamErrorsCarrySQLState() async throws {
         try await withConnection { connection async throws in
             for (mode, readingAhead) in [(StreamMode.cursor(batchSize: 2), false), (.cursor(batchSize: 2), true), (.singleRow(batchSize: 2), false)] {
