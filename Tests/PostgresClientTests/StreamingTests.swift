@@ -152,12 +152,13 @@ struct StreamingTests {
     @Test(arguments: [StreamMode.cursor(batchSize: 100), .singleRow(batchSize: 100)])
     func aStreamWhoseTaskIsCanceledBetweenBatchesCancelsWhatRunsAhead(mode: StreamMode) async throws {
         try await withConnection { connection async throws in
-            try await connection.query("CREATE TEMP SEQUENCE drawn")
+            try await connection.execute(script: "CREATE TEMP SEQUENCE drawn; SET statement_timeout = '150s'")
             let reader = Task {
-                // The first batch comes at once; the second, read to its end, would take 1 s.
-                // Rows of 1 kB: the server sends what it buffered every 8 kB, so a single-row
-                // statement runs at most a few rows past the first batch before it arrives.
-                var iterator = try connection.stream("SELECT g, nextval('drawn'), repeat('x', 1000), pg_sleep(CASE WHEN g > 100 THEN 0.01 ELSE 0 END) FROM generate_series(1, 1000) g",
+                // The first batch comes at once; every row after it takes 1 s, so that reading
+                // the second instead of canceling it (100 s) cannot pass for a slow cancel
+                // request on a loaded machine. Rows of 9 kB: the server sends each as it is
+                // made instead of buffering 8 kB, so the first batch comes a row later.
+                var iterator = try connection.stream("SELECT g, nextval('drawn'), repeat('x', 9000), pg_sleep(CASE WHEN g > 100 THEN 1 ELSE 0 END) FROM generate_series(1, 1000) g",
                                                      mode: mode, readingAhead: true).makeAsyncIterator()
                 _ = try await iterator.next()
                 // The second batch's FETCH (or the statement's next rows) is on its way; the
