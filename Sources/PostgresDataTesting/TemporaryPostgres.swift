@@ -95,7 +95,7 @@ public final class TemporaryPostgres: Sendable {
                     throw TemporaryPostgresError("cannot hand \(directory) to \(serverUser): \(String(cString: strerror(errno)))")
                 }
             }
-            let server = TemporaryPostgres(directory: directory, port: try freePort(), binaries: binaries, serverUser: serverUser)
+            let server = try TemporaryPostgres(directory: directory, port: try freePort(), binaries: binaries, serverUser: serverUser)
             try prepare(server)
             try server.launch()
             ExitCleanup.atExit { server.stop() }
@@ -111,22 +111,20 @@ public final class TemporaryPostgres: Sendable {
         }
     }
 
-    private init(directory: String, port: Int, binaries: ServerBinaries, serverUser: String?) {
+    private init(directory: String, port: Int, binaries: ServerBinaries, serverUser: String?) throws {
         self.directory = directory
         self.dataDirectory = directory + "/data"
         self.port = port
         self.binaries = binaries
         self.serverUser = serverUser
+        self.configuration = try Configuration(keywords: ["host": directory, "port": String(port), "user": "postgres",
+                                                          "dbname": "postgres", "connect_timeout": "60"])
     }
 
     /// Connects through the Unix socket as the `postgres` superuser to the `postgres` database,
     /// giving a connect 60 s rather than the default 10: a suite that runs its tests in
     /// parallel on a small machine can keep the server from starting a backend for longer.
-    public var configuration: Configuration {
-        // Only values this type chose itself: cannot fail.
-        try! Configuration(keywords: ["host": directory, "port": String(port), "user": "postgres", "dbname": "postgres",
-                                      "connect_timeout": "60"])
-    }
+    public let configuration: Configuration
 
     /// The same server over TCP on 127.0.0.1.
     public var tcpURL: String { "postgres://postgres@127.0.0.1:\(port)/postgres" }
