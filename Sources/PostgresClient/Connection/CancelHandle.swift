@@ -57,6 +57,19 @@ public final class CancelHandle: @unchecked Sendable {
         current = token
     }
 
+    /// Marks `token`'s statement, already running on the server (a stream's next batch), as
+    /// the one to cancel. A token canceled while nothing waited on the statement sends its
+    /// request now: the statement then fails with SQLSTATE 57014, as when the cancel comes
+    /// during the wait.
+    func resumeStatement(_ token: CancelToken) {
+        condition.lock()
+        while requestsInFlight > 0 { condition.wait() }
+        current = token
+        let canceled = token.reasonLocked != nil
+        condition.unlock()
+        if canceled { requestCancel(for: token) }
+    }
+
     func endStatement() {
         condition.lock()
         current = nil

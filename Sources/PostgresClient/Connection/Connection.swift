@@ -287,9 +287,10 @@ public actor Connection {
         }
     }
 
-    /// Begins a step of a statement under way (a batch of a stream).
-    func begin(_ token: CancelToken?) throws {
-        if let token { try cancelHandle.beginStatement(token) }
+    /// Begins a step of a statement already running on the server (a batch of a stream);
+    /// see ``CancelHandle/resumeStatement(_:)``.
+    func resume(_ token: CancelToken) {
+        cancelHandle.resumeStatement(token)
     }
 
     /// Ends a step of a statement under way (a batch of a stream).

@@ -188,13 +188,7 @@ extension Connection {
         case .inFlight(let fetch):
             readingAhead = nil
             let handle = try liveHandle()
-            do {
-                try begin(token)
-            } catch {
-                // Canceled before the wait began: the FETCH sent ahead is still running.
-                cancelAndDrain()
-                throw error
-            }
+            resume(token)
             defer { end(token) }
             return try collectResult(handle, statement: fetch, token: token)
         }
@@ -226,18 +220,7 @@ extension Connection {
 
     private func nextSingleRowBatch(_ state: StreamState, size: Int, token: CancelToken) throws -> QueryResult? {
         let handle = try readyHandle(for: state)
-        do {
-            try begin(token)
-        } catch {
-            // Canceled between batches: the statement still runs on the server.
-            if activeStream === state {
-                activeStream = nil
-                state.finished = true
-                cancelAndDrain()
-                refreshHealth()
-            }
-            throw error
-        }
+        if state.started { resume(token) } else { try cancelHandle.beginStatement(token) }
         defer { end(token) }
         if !state.started {
             state.started = true
