@@ -90,6 +90,68 @@ struct ColumnDecoder: Sendable {
         }
     }
 
+    /// How ``DecodedRows`` keeps this column's values.
+    var kind: DecodedRows.Layout.Kind {
+        switch step {
+        case .int16, .int32, .int64: .integer
+        case .float32: .float
+        case .float64: .double
+        case .text: .string
+        case .bool: .boolean
+        case .timestamp: .date
+        case .foreignKey: .key
+        case .uuid, .bytes, .general: .general
+        }
+    }
+
+    /// The destination of a to-one relationship's column, else nil.
+    var destinationEntity: EntityDescription? { destination }
+
+    /// Stores the column's value in `row` as value `index` of a column of ``DecodedRows``
+    /// of this decoder's ``kind`` (`values`, and `nulls` for a kind with NULL flags, which
+    /// start cleared; strings and general values start NULL).
+    @inline(__always)
+    func store(_ row: Row, into values: UnsafeMutableRawPointer, nulls: UnsafeMutablePointer<UInt8>?, at index: Int) throws {
+        switch step {
+        case .general, .uuid, .bytes:
+            values.assumingMemoryBound(to: AttributeValue.self)[index] = try value(row)
+            return
+        default: break
+        }
+        try row.withUnsafeBytes(at: column) { bytes throws in
+            guard let bytes else {
+                switch step {
+                case .text: break
+                case .bool: values.storeBytes(of: DecodedRows.Layout.nullBoolean, toByteOffset: index, as: UInt8.self)
+                default: nulls.unsafelyUnwrapped[index] = 1
+                }
+                return
+            }
+            func integer<T: FixedWidthInteger>(_: T.Type) throws -> T { try Self.integer(T.self, from: bytes, column: column) }
+            switch step {
+            case .int16: values.storeBytes(of: Int64(try integer(Int16.self)), toByteOffset: index &* 8, as: Int64.self)
+            case .int32: values.storeBytes(of: Int64(try integer(Int32.self)), toByteOffset: index &* 8, as: Int64.self)
+            case .int64, .foreignKey: values.storeBytes(of: try integer(Int64.self), toByteOffset: index &* 8, as: Int64.self)
+            case .float32: values.storeBytes(of: try integer(UInt32.self), toByteOffset: index &* 4, as: UInt32.self)
+            case .float64: values.storeBytes(of: try integer(UInt64.self), toByteOffset: index &* 8, as: UInt64.self)
+            case .text: values.assumingMemoryBound(to: String?.self)[index] = String(decoding: bytes, as: UTF8.self)
+            case .bool: values.storeBytes(of: bytes.first != 0 ? 1 : 0, toByteOffset: index, as: UInt8.self)
+            case .timestamp:
+                let micros = try integer(Int64.self)
+                var seconds = Double(micros) / 1_000_000 - 31_622_400
+                if micros == .max || micros == .min {
+                    guard case .date(let date) = try ValueCoding.decode(row, at: column, as: .date) else {
+                        nulls.unsafelyUnwrapped[index] = 1
+                        return
+                    }
+                    seconds = date.timeIntervalSinceReferenceDate
+                }
+                values.storeBytes(of: seconds, toByteOffset: index &* 8, as: Double.self)
+            case .uuid, .bytes, .general: preconditionFailure("handled above")
+            }
+        }
+    }
+
     /// A binary integer column's value (`bytes`, nil for NULL); NULL or another size throws.
     @inline(__always)
     static func integer<T: FixedWidthInteger>(_: T.Type, from bytes: UnsafeRawBufferPointer?, column: Int) throws -> T {

@@ -1,23 +1,176 @@
-/// Decoded rows of one entity, their values one row after the other in one array: what a
+import Foundation
+
+/// Decoded rows of one entity, a few hundred of them (``SnapshotDecoder/chunkRows``): what a
 /// fetch's snapshots (``RowSnapshot``) and the objects filled from them share.
 ///
-/// Rows are decoded a few hundred at a time (``SnapshotDecoder/chunkRows``): an array per
-/// row would cost a million allocations for a million rows, one array for the whole result
-/// would keep it all alive for as long as any one of its objects lives.
-final class DecodedRows: Sendable {
-    /// The values, `width` per row.
-    let values: [AttributeValue]
+/// Each property's values lie together in one typed column of a single allocation (a
+/// `Double` in 8 bytes and a NULL flag, a `Bool` in one byte, a string in 16), and are made
+/// ``AttributeValue``s only when read: a row of a string, a date, a double and a boolean
+/// takes 35 bytes rather than four 24-byte enums, 60 MB less to fill and free for a fetch
+/// of a million objects. Types without a column form of their own (UUIDs, data, decimals,
+/// JSON, URLs) are kept as ``AttributeValue``s.
+///
+/// An array per row would cost a million allocations for a million rows; one allocation for
+/// the whole result would keep it all alive for as long as any one of its objects lives.
+///
+/// Immutable once ``SnapshotDecoder`` has filled it, before anything else sees it.
+final class DecodedRows: @unchecked Sendable {
     /// The number of properties of the entity.
     let width: Int
+    /// The number of rows.
+    let count: Int
+    let layout: Layout
+    private let storage: UnsafeMutableRawPointer
 
-    init(values: [AttributeValue], width: Int) {
-        self.values = values
-        self.width = width
+    /// Rows of `layout`, their strings and general values set to NULL, their numbers not
+    /// NULL, for ``SnapshotDecoder`` to fill.
+    init(layout: Layout, count: Int) {
+        self.layout = layout
+        self.width = layout.kinds.count
+        self.count = count
+        storage = .allocate(byteCount: max(1, layout.rowBytes * count), alignment: 8)
+        for property in layout.kinds.indices {
+            let values = storage + count * layout.valueOffsets[property]
+            switch layout.kinds[property] {
+            case .string: values.initializeMemory(as: String?.self, repeating: nil, count: count)
+            case .general: values.initializeMemory(as: AttributeValue.self, repeating: .null, count: count)
+            case .boolean: values.initializeMemory(as: UInt8.self, repeating: Layout.nullBoolean, count: count)
+            case .absent, .integer, .double, .float, .date, .key: break
+            }
+            if layout.nullOffsets[property] >= 0 {
+                (storage + count * layout.nullOffsets[property]).initializeMemory(as: UInt8.self, repeating: 0, count: count)
+            }
+        }
     }
 
-    /// The values of row `row`, without a copy.
+    deinit {
+        for property in layout.kinds.indices {
+            let values = storage + count * layout.valueOffsets[property]
+            switch layout.kinds[property] {
+            case .string: values.assumingMemoryBound(to: String?.self).deinitialize(count: count)
+            case .general: values.assumingMemoryBound(to: AttributeValue.self).deinitialize(count: count)
+            case .absent, .integer, .double, .float, .date, .key, .boolean: break
+            }
+        }
+        storage.deallocate()
+    }
+
+    /// Where property `property`'s values begin, and its NULL flags (nil for a column that
+    /// marks NULL in its values: strings, booleans, general values).
+    func column(_ property: Int) -> (values: UnsafeMutableRawPointer, nulls: UnsafeMutablePointer<UInt8>?) {
+        let nulls = layout.nullOffsets[property]
+        return (storage + count * layout.valueOffsets[property],
+                nulls < 0 ? nil : (storage + count * nulls).assumingMemoryBound(to: UInt8.self))
+    }
+
+    /// The value of property `property` in row `row`.
     @inline(__always)
+    func value(row: Int, property: Int) -> AttributeValue {
+        let values = storage + count * layout.valueOffsets[property]
+        let nulls = layout.nullOffsets[property]
+        if nulls >= 0, (storage + count * nulls).load(fromByteOffset: row, as: UInt8.self) != 0 { return .null }
+        switch layout.kinds[property] {
+        case .absent: return .null
+        case .integer: return .integer(values.load(fromByteOffset: row &* 8, as: Int64.self))
+        case .double: return .double(values.load(fromByteOffset: row &* 8, as: Double.self))
+        case .float: return .float(values.load(fromByteOffset: row &* 4, as: Float.self))
+        case .date: return .date(Date(timeIntervalSinceReferenceDate: values.load(fromByteOffset: row &* 8, as: Double.self)))
+        case .key:
+            return .object(ManagedObjectID(entity: layout.destinations[property].unsafelyUnwrapped,
+                                           primaryKey: values.load(fromByteOffset: row &* 8, as: Int64.self)))
+        case .boolean:
+            let flag = values.load(fromByteOffset: row, as: UInt8.self)
+            return flag == Layout.nullBoolean ? .null : .boolean(flag != 0)
+        case .string:
+            guard let string = values.assumingMemoryBound(to: String?.self)[row] else { return .null }
+            return .string(string)
+        case .general: return values.assumingMemoryBound(to: AttributeValue.self)[row]
+        }
+    }
+
+    /// The values of row `row`, one per property, in an array of their own.
     func values(at row: Int) -> PropertyValues {
-        PropertyValues(row: row * width, count: width, of: values)
+        PropertyValues((0..<width).map { value(row: row, property: $0) })
+    }
+
+    /// How the rows of one entity's results lie in memory: a column per property, in order
+    /// of alignment (8-byte values first, then 4, then 1, then the NULL flags) so that each
+    /// column of any number of rows starts aligned.
+    final class Layout: Sendable {
+        /// How a column keeps its values.
+        enum Kind: Sendable {
+            /// No column (a to-many relationship): every value NULL.
+            case absent
+            /// `Int64`, with NULL flags.
+            case integer
+            case double
+            case float
+            /// Seconds since the reference date, as `Date` keeps them.
+            case date
+            /// A to-one relationship's destination key.
+            case key
+            /// 0, 1, or ``Layout/nullBoolean``.
+            case boolean
+            /// `String?`.
+            case string
+            /// ``AttributeValue``.
+            case general
+
+            /// Bytes per value, and whether NULL needs a flag byte besides.
+            var size: (bytes: Int, flagged: Bool) {
+                switch self {
+                case .absent: (0, false)
+                case .integer, .double, .date, .key: (8, true)
+                case .float: (4, true)
+                case .boolean: (1, false)
+                case .string: (MemoryLayout<String?>.stride, false)
+                case .general: (MemoryLayout<AttributeValue>.stride, false)
+                }
+            }
+
+            var alignment: Int {
+                switch self {
+                case .absent, .boolean: 1
+                case .float: 4
+                case .integer, .double, .date, .key: 8
+                case .string: MemoryLayout<String?>.alignment
+                case .general: MemoryLayout<AttributeValue>.alignment
+                }
+            }
+        }
+
+        static let nullBoolean: UInt8 = 2
+
+        let kinds: [Kind]
+        /// For a ``Kind/key`` column, the destination entity.
+        let destinations: [EntityDescription?]
+        /// Per property, where its values begin, in bytes per row.
+        let valueOffsets: [Int]
+        /// Per property, where its NULL flags begin, in bytes per row (−1: none).
+        let nullOffsets: [Int]
+        /// Bytes per row.
+        let rowBytes: Int
+
+        init(kinds: [Kind], destinations: [EntityDescription?]) {
+            self.kinds = kinds
+            self.destinations = destinations
+            var valueOffsets = [Int](repeating: 0, count: kinds.count)
+            var nullOffsets = [Int](repeating: -1, count: kinds.count)
+            var offset = 0
+            // Most aligned first: every column of any number of rows then starts aligned.
+            for alignment in [8, 4, 1] {
+                for (property, kind) in kinds.enumerated() where kind.size.bytes > 0 && kind.alignment == alignment {
+                    valueOffsets[property] = offset
+                    offset += kind.size.bytes
+                }
+            }
+            for (property, kind) in kinds.enumerated() where kind.size.flagged {
+                nullOffsets[property] = offset
+                offset += 1
+            }
+            self.valueOffsets = valueOffsets
+            self.nullOffsets = nullOffsets
+            self.rowBytes = offset
+        }
     }
 }

@@ -20,7 +20,7 @@ final class EncodedRows: Sendable {
     private let storage: Storage
 
     /// The rows' values, ``SnapshotDecoder/chunkRows`` at a time: the faults of a chunk then
-    /// share one array of values, as the objects of an ordinary fetch do.
+    /// share one ``DecodedRows``, as the objects of an ordinary fetch do.
     private enum Storage: Sendable {
         /// Every chunk, decoded as the batch arrived (the result is freed).
         case decoded([DecodedRows])

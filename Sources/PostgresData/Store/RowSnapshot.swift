@@ -1,7 +1,7 @@
 /// The values of one row as the store last read or wrote them, with the row version
 /// (`xmin`) they belong to. Immutable; its values are shared (copy on write) by the row
 /// cache, every context holding the row, and the objects filled from it. A fetched row is a
-/// row of ``DecodedRows`` (its values in an array shared with a few hundred other rows); a
+/// row of ``DecodedRows`` (its values in columns shared with a few hundred other rows); a
 /// saved one has an array of its own.
 ///
 /// A row fetched for a fault of an asynchronous fetch is a row of its batch (``EncodedRows``,
@@ -60,7 +60,7 @@ struct RowSnapshot: Sendable {
     func value(at index: Int) -> AttributeValue {
         switch storage {
         case .decoded(let values): values[index]
-        case .shared(let rows): rows.values[Int(row) * rows.width + index]
+        case .shared(let rows): rows.value(row: Int(row), property: index)
         case .encoded(let rows): rows.values(at: Int(row))[index]
         }
     }

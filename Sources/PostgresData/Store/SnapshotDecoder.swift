@@ -13,6 +13,9 @@ struct SnapshotDecoder: Sendable {
     /// The number of properties of the entity: values per row.
     let propertyCount: Int
     private let fast: Bool
+    /// How ``DecodedRows`` of this result keep their values (for a result decoded column
+    /// by column).
+    private let layout: DecodedRows.Layout?
 
     init(entity: EntityDescription, result: QueryResult) {
         self.entity = entity
@@ -30,6 +33,9 @@ struct SnapshotDecoder: Sendable {
             case .attribute(let type): ColumnDecoder(column: position + 2, of: result, as: type)
             }
         } : []
+        let columns = self.columns
+        self.layout = keyed ? DecodedRows.Layout(kinds: sources.map { $0 < 0 ? .absent : columns[$0].kind },
+                                                 destinations: sources.map { $0 < 0 ? nil : columns[$0].destinationEntity }) : nil
     }
 
     /// True when no value of the result can fail to decode: every column has a decoding
@@ -38,7 +44,7 @@ struct SnapshotDecoder: Sendable {
         fast && columns.allSatisfy(\.decodesWithoutFailure)
     }
 
-    /// How many rows share one array of values (``DecodedRows``): few enough that an object
+    /// How many rows share one ``DecodedRows``: few enough that an object
     /// kept from a large fetch keeps little else alive, enough that allocations are rare.
     static let chunkRows = 256
 
@@ -47,14 +53,14 @@ struct SnapshotDecoder: Sendable {
         try SnapshotDecoder(entity: entity, result: result).snapshots(of: result, rows: 0..<result.count)
     }
 
-    /// The rows `range` of `result`, each with its key; their values decoded into arrays
-    /// shared by up to ``chunkRows`` rows.
+    /// The rows `range` of `result`, each with its key; their values decoded into
+    /// ``DecodedRows`` shared by up to ``chunkRows`` rows.
     func snapshots(of result: QueryResult, rows range: Range<Int>) throws -> [(Int64, RowSnapshot)] {
         try batch(of: result, rows: range).rows
     }
 
     /// The rows `range` of `result` as one batch: their keys and versions, their values
-    /// decoded into arrays shared by up to ``chunkRows`` rows.
+    /// decoded into ``DecodedRows`` shared by up to ``chunkRows`` rows.
     func batch(of result: QueryResult, rows range: Range<Int>) throws -> SnapshotBatch {
         guard fast else { return SnapshotBatch(rows: try range.map { try decode(result[$0]) }) }
         var identities: [(key: Int64, version: UInt32)] = []
@@ -70,21 +76,28 @@ struct SnapshotDecoder: Sendable {
         return SnapshotBatch(identities: identities, chunks: chunks)
     }
 
-    /// The values of the rows `range` of `result` in one shared array, each row given to
+    /// The values of the rows `range` of `result` in one ``DecodedRows``, each row given to
     /// `each` as it is decoded. Only for a result this decoder decodes column by column.
     func values(of result: QueryResult, rows range: Range<Int>, each: (Row) throws -> Void = { _ in }) throws -> DecodedRows {
-        let values = try [AttributeValue](unsafeUninitializedCapacity: range.count * propertyCount) { buffer, count in
-            let base = buffer.baseAddress.unsafelyUnwrapped
-            for index in range {
-                let row = result[index]
-                try each(row)
-                for source in sources {
-                    try initialize(base + count, from: source, of: row)
-                    count += 1
-                }
-            }
+        guard let layout else {
+            throw PostgresDataError.invalidRequest("the result's columns are not those of a snapshot of \(entity.name)")
         }
-        return DecodedRows(values: values, width: propertyCount)
+        let rows = DecodedRows(layout: layout, count: range.count)
+        let targets = sources.indices.compactMap { property -> (decoder: ColumnDecoder, values: UnsafeMutableRawPointer, nulls: UnsafeMutablePointer<UInt8>?)? in
+            guard sources[property] >= 0 else { return nil }
+            let (values, nulls) = rows.column(property)
+            return (columns[sources[property]], values, nulls)
+        }
+        var index = 0
+        for position in range {
+            let row = result[position]
+            try each(row)
+            for target in targets {
+                try target.decoder.store(row, into: target.values, nulls: target.nulls, at: index)
+            }
+            index += 1
+        }
+        return rows
     }
 
     /// Initializes one value's memory, once, in property order: a value that fails to decode
