@@ -56,22 +56,23 @@ open class ManagedObject: Hashable, CustomStringConvertible {
         return try contextReference._withUnsafeGuaranteedRef(body)
     }
 
-    /// The values of ``values`` when they are not the snapshot's.
-    @exclusivity(unchecked) private var ownValues: [AttributeValue] = []
     /// The committed state (``snapshot``), or, while the object is a fault of an
     /// asynchronous fetch, the row it waits to be filled with (``pendingRow``).
     @exclusivity(unchecked) private var rowStorage: RowSnapshot? {
         // Values read through the snapshot stay what they were.
         willSet { takeValuesFromSnapshot() }
     }
-    /// The first 64 changed properties (``changedProperties``).
-    @exclusivity(unchecked) private var changedBits: UInt64 = 0
-    /// What few objects need, allocated the first time one of them is set: every 8 bytes
-    /// here would be 8 MB more for a fetch of a million objects (the object is now 88 bytes,
-    /// a 96-byte block).
+    /// What fetched objects do not need until they change, allocated the first time one of
+    /// them is set: an object of 72 bytes is an 80-byte block, one of 88 a 96-byte block — 16 MB
+    /// more for a fetch of a million objects.
     @exclusivity(unchecked) private var extras: Extras?
 
     private final class Extras {
+        /// The values of ``values`` when they are not the snapshot's (an inserted or a
+        /// changed object).
+        @exclusivity(unchecked) var ownValues: [AttributeValue] = []
+        /// The first 64 changed properties (``changedProperties``).
+        @exclusivity(unchecked) var changedBits: UInt64 = 0
         @exclusivity(unchecked) var relationshipSets: [Int: RelationshipSet] = [:]
         @exclusivity(unchecked) var faultingBatch: FaultingBatch?
         @exclusivity(unchecked) var changedBeyond64: Set<Int> = []
@@ -88,17 +89,38 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     /// Lets the side object go once nothing is left in it (a batch
     /// given up): saved and refreshed objects go back to one allocation.
     private func dropEmptyExtras() {
-        guard let extras, extras.relationshipSets.isEmpty, extras.faultingBatch == nil,
-              extras.changedBeyond64.isEmpty, extras.missingProperties == nil else { return }
+        guard let extras, extras.ownValues.isEmpty, extras.changedBits == 0, extras.relationshipSets.isEmpty,
+              extras.faultingBatch == nil, extras.changedBeyond64.isEmpty, extras.missingProperties == nil else { return }
         self.extras = nil
+    }
+
+    /// The values of ``values`` when they are not the snapshot's; empty for a fault and for
+    /// an object reading its snapshot's values.
+    private var ownValues: [AttributeValue] {
+        @inline(__always) get { extras?.ownValues ?? [] }
+        set {
+            guard !newValue.isEmpty || extras != nil else { return }
+            madeExtras().ownValues = newValue
+            if newValue.isEmpty { dropEmptyExtras() }
+        }
+        _modify {
+            let extras = madeExtras()
+            yield &extras.ownValues
+        }
     }
 
     /// Properties whose value differs from the snapshot.
     var changedProperties: PropertySet {
-        get { PropertySet(bits: changedBits, beyond64: extras?.changedBeyond64 ?? []) }
+        get {
+            guard let extras else { return PropertySet() }
+            return PropertySet(bits: extras.changedBits, beyond64: extras.changedBeyond64)
+        }
         set {
-            changedBits = newValue.bits
-            if !newValue.beyond64.isEmpty || extras != nil { madeExtras().changedBeyond64 = newValue.beyond64 }
+            guard !newValue.isEmpty || extras != nil else { return }
+            let extras = madeExtras()
+            extras.changedBits = newValue.bits
+            extras.changedBeyond64 = newValue.beyond64
+            if newValue.isEmpty { dropEmptyExtras() }
         }
     }
 
@@ -157,9 +179,13 @@ open class ManagedObject: Hashable, CustomStringConvertible {
         _modify {
             takeValuesFromSnapshot()
             // Moved out, so that a change does not copy the array.
-            var values = PropertyValues(ownValues)
-            ownValues = []
-            defer { ownValues = values.array }
+            let extras = madeExtras()
+            var values = PropertyValues(extras.ownValues)
+            extras.ownValues = []
+            defer {
+                extras.ownValues = values.array
+                if values.isEmpty { dropEmptyExtras() }
+            }
             yield &values
         }
     }
