@@ -147,7 +147,9 @@ struct ColumnDecoder: Sendable {
                     seconds = date.timeIntervalSinceReferenceDate
                 }
                 values.storeBytes(of: seconds, toByteOffset: index &* 8, as: Double.self)
-            case .uuid, .bytes, .general: preconditionFailure("handled above")
+            case .uuid, .bytes, .general:
+                // Stored as values above; reached only if that changes.
+                values.assumingMemoryBound(to: AttributeValue.self)[index] = try value(row)
             }
         }
     }
