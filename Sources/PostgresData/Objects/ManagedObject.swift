@@ -82,8 +82,15 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     private func madeExtras() -> Extras {
         if let extras { return extras }
         let made = Extras()
+        if holdsDefaultValues { made.ownValues = entity.defaultValues }
         extras = made
         return made
+    }
+
+    /// True for an object reading its entity's default values: a new one that has no array of
+    /// its own yet (made when a value is first set). A fetched object never makes one.
+    private var holdsDefaultValues: Bool {
+        @inline(__always) get { extras == nil && !isFaultStorage && !valuesInSnapshot }
     }
 
     /// Lets the side object go once nothing is left in it (a batch
@@ -97,7 +104,10 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     /// The values of ``values`` when they are not the snapshot's; empty for a fault and for
     /// an object reading its snapshot's values.
     private var ownValues: [AttributeValue] {
-        @inline(__always) get { extras?.ownValues ?? [] }
+        @inline(__always) get {
+            if let extras { return extras.ownValues }
+            return holdsDefaultValues ? entity.defaultValues : []
+        }
         set {
             guard !newValue.isEmpty || extras != nil else { return }
             madeExtras().ownValues = newValue
@@ -267,8 +277,8 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     public required init(entity: EntityDescription, insertInto context: ManagedObjectContext?) {
         // A temporary number is drawn when the object is inserted (below, or later); fetched
         // objects get their row's ID at once, and so never draw one.
+        // Its values are the entity's defaults (``holdsDefaultValues``) until one is set.
         self.objectID = .unassigned(for: entity)
-        ownValues = entity.defaultValues
         isFaultStorage = false
         guard let context else { return }
         // Fetches hand out an entity's objects as its class without a check per object.
@@ -284,7 +294,6 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     /// and registers it.
     static func makeFault(of entity: EntityDescription) -> ManagedObject {
         let object = entity.managedObjectClass.init(entity: entity, insertInto: nil)
-        object.values = []
         object.isFaultStorage = true
         return object
     }
