@@ -109,7 +109,7 @@ extension ManagedObjectContext {
             let id = ManagedObjectID(entity: entity, primaryKey: rows.key(at: index))
             let row = rows.snapshot(at: index)
             // Objects are filled with decoded rows; faults leave theirs as they came.
-            let snapshot = asFaults ? row : row.decoded()
+            let snapshot = asFaults || !row.isEncoded ? row : row.decoded()
             let (object, isNew) = registered.object(for: id) {
                 makeRegisteredObject(id, entity: entity, snapshot: snapshot, asFaults: asFaults)
             }
@@ -154,7 +154,10 @@ extension ManagedObjectContext {
         let coordinator = persistentStoreCoordinator
         if !cached.isEmpty { coordinator.retainCachedRows(cached) }
         if !refreshed.isEmpty { coordinator.refreshCachedRows(refreshed) }
-        for (object, isAwakened) in zip(objects[start...], awakened) where isAwakened { object.awakeFromFetch() }
+        // Borrowed from the array: no reference-count change per object.
+        objects.withUnsafeBufferPointer { objects in
+            for index in awakened.indices where awakened[index] { objects[start + index].awakeFromFetch() }
+        }
     }
 
     /// Registers a batch of an asynchronous fetch of faults: each new fault keeps its row,

@@ -76,7 +76,11 @@ public final class EntityDescription: @unchecked Sendable, Hashable, CustomStrin
     @exclusivity(unchecked) var subentities: [EntityDescription] = []
     /// The top of this entity's hierarchy (itself outside one); its table holds every row of
     /// the hierarchy. Set by the model.
-    @exclusivity(unchecked) var hierarchyRoot: EntityDescription?
+    @exclusivity(unchecked) var hierarchyRoot: EntityDescription? {
+        didSet { hierarchyRootIdentifier = hierarchyRoot.map(ObjectIdentifier.init) }
+    }
+    /// ``hierarchyRoot``'s identity, which hashing an object ID reads without retaining it.
+    @exclusivity(unchecked) private(set) var hierarchyRootIdentifier: ObjectIdentifier?
 
     /// Describes an entity; with `parent`, a sub-entity: it has the parent's properties
     /// first, then its own, and its rows live in the parent's table.

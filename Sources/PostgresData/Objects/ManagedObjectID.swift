@@ -78,7 +78,7 @@ public struct ManagedObjectID: Sendable, Hashable, CustomStringConvertible {
 
     // Identity maps hold up to millions of IDs whose keys come in runs: see KeyRunHashing.
     public func _rawHashValue(seed: Int) -> Int {
-        var salt = UInt64(UInt(bitPattern: ObjectIdentifier(entity.hierarchyRoot ?? entity))) &* 0x9E37_79B9_7F4A_7C15
+        var salt = UInt64(UInt(bitPattern: entity.hierarchyRootIdentifier ?? ObjectIdentifier(entity))) &* 0x9E37_79B9_7F4A_7C15
         if isTemporaryID { salt = ~salt }
         return KeyRunHashing.hashValue(of: key, salt: salt, seed: seed)
     }

@@ -63,22 +63,28 @@ struct SnapshotDecoder: Sendable {
     /// decoded into ``DecodedRows`` shared by up to ``chunkRows`` rows.
     func batch(of result: QueryResult, rows range: Range<Int>) throws -> SnapshotBatch {
         guard fast else { return SnapshotBatch(rows: try range.map { try decode(result[$0]) }) }
-        var identities: [(key: Int64, version: UInt32)] = []
-        identities.reserveCapacity(range.count)
         var chunks: [DecodedRows] = []
         chunks.reserveCapacity((range.count + Self.chunkRows - 1) / Self.chunkRows)
-        var start = range.lowerBound
-        while start < range.upperBound {
-            let end = min(range.upperBound, start + Self.chunkRows)
-            chunks.append(try values(of: result, rows: start..<end) { row in identities.append(try identity(of: row)) })
-            start = end
+        // Keys and versions are written in place as the chunks are decoded (trivial values:
+        // a chunk that fails leaves nothing to destroy).
+        let identities = try [(key: Int64, version: UInt32)](unsafeUninitializedCapacity: range.count) { buffer, initialized in
+            guard let base = buffer.baseAddress else { return }
+            var start = range.lowerBound
+            while start < range.upperBound {
+                let end = min(range.upperBound, start + Self.chunkRows)
+                chunks.append(try values(of: result, rows: start..<end, identities: base + (start - range.lowerBound)))
+                initialized = end - range.lowerBound
+                start = end
+            }
         }
         return SnapshotBatch(identities: identities, chunks: chunks)
     }
 
-    /// The values of the rows `range` of `result` in one ``DecodedRows``, each row given to
-    /// `each` as it is decoded. Only for a result this decoder decodes column by column.
-    func values(of result: QueryResult, rows range: Range<Int>, each: (Row) throws -> Void = { _ in }) throws -> DecodedRows {
+    /// The values of the rows `range` of `result` in one ``DecodedRows``; with `identities`,
+    /// each row's key and version written there, in order. Only for a result this decoder
+    /// decodes column by column.
+    func values(of result: QueryResult, rows range: Range<Int>,
+                identities: UnsafeMutablePointer<(key: Int64, version: UInt32)>? = nil) throws -> DecodedRows {
         guard let layout else {
             throw PostgresDataError.invalidRequest("the result's columns are not those of a snapshot of \(entity.name)")
         }
@@ -88,14 +94,17 @@ struct SnapshotDecoder: Sendable {
             let (values, nulls) = rows.column(property)
             return (columns[sources[property]], values, nulls)
         }
-        var index = 0
-        for position in range {
-            let row = result[position]
-            try each(row)
-            for target in targets {
-                try target.decoder.store(row, into: target.values, nulls: target.nulls, at: index)
+        // The targets are borrowed, not copied per row (a copy retains what a decoder holds).
+        try targets.withUnsafeBufferPointer { targets in
+            var index = 0
+            for position in range {
+                let row = result[position]
+                if let identities { (identities + index).initialize(to: try identity(of: row)) }
+                for column in targets.indices {
+                    try targets[column].decoder.store(row, into: targets[column].values, nulls: targets[column].nulls, at: index)
+                }
+                index += 1
             }
-            index += 1
         }
         return rows
     }
