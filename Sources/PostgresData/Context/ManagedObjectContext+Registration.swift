@@ -170,8 +170,8 @@ extension ManagedObjectContext {
         objects.reserveCapacity(rows.count)
         registered.reserve(rows.count)
         var released: [ManagedObjectID] = []
-        for (index, key) in rows.keys.enumerated() {
-            let id = ManagedObjectID(entity: entity, primaryKey: key)
+        for index in 0..<rows.count {
+            let id = ManagedObjectID(entity: entity, primaryKey: rows.key(at: index))
             let (object, isNew) = registered.object(for: id) {
                 let object = ManagedObject.makeFault(of: entity)
                 object.objectID = id

@@ -15,7 +15,7 @@ final class EncodedRows: Sendable {
     /// The fetch the rows came in: while it lives, the row cache keeps the rows that change.
     let reader: RowCache.Reader
     /// The rows' primary keys and versions, in the result's order.
-    let keys: [Int64]
+    private let keys: [Int64]
     private let versions: [UInt32]
     private let storage: Storage
 
@@ -30,33 +30,34 @@ final class EncodedRows: Sendable {
     }
 
     /// Reads the keys and versions of `result` and decodes its values, off the context (an
-    /// asynchronous fetch decodes a batch while the server runs the next `FETCH`); nil when a
-    /// column could fail to decode.
+    /// asynchronous fetch decodes a batch while the server runs the next `FETCH`), in one
+    /// pass over the rows; nil when a column could fail to decode.
     init?(_ result: QueryResult, decoder: SnapshotDecoder, reader: RowCache.Reader) throws {
         guard decoder.decodesWithoutFailure else { return nil }
         self.decoder = decoder
         self.reader = reader
-        var keys: [Int64] = []
-        var versions: [UInt32] = []
-        keys.reserveCapacity(result.count)
-        versions.reserveCapacity(result.count)
-        for row in result {
-            let (key, version) = try decoder.identity(of: row)
-            keys.append(key)
-            versions.append(version)
-        }
-        self.keys = keys
-        self.versions = versions
         var chunks: [DecodedRows?] = []
-        chunks.reserveCapacity((keys.count + SnapshotDecoder.chunkRows - 1) / SnapshotDecoder.chunkRows)
-        for start in stride(from: 0, to: keys.count, by: SnapshotDecoder.chunkRows) {
-            // (A value of the wrong size from the server: that chunk's faults read their rows
-            // from the database when they fire, which reports the error.)
-            chunks.append(try? decoder.values(of: result, rows: start..<min(keys.count, start + SnapshotDecoder.chunkRows)))
+        chunks.reserveCapacity((result.count + SnapshotDecoder.chunkRows - 1) / SnapshotDecoder.chunkRows)
+        (keys, versions) = try SnapshotDecoder.identities(count: result.count) { rows, keys, versions in
+            do {
+                chunks.append(try decoder.values(of: result, rows: rows, keys: keys, versions: versions))
+            } catch {
+                // A value of the wrong size from the server: that chunk's faults read their
+                // rows from the database when they fire, which reports the error.
+                for (offset, position) in rows.enumerated() {
+                    let (key, version) = try decoder.identity(of: result[position])
+                    (keys + offset).initialize(to: key)
+                    (versions + offset).initialize(to: version)
+                }
+                chunks.append(nil)
+            }
         }
         let decoded = chunks.compactMap { $0 }
         storage = decoded.count == chunks.count ? .decoded(decoded) : .encoded(result, Locked(chunks))
     }
+
+    /// The primary key of row `index`.
+    func key(at index: Int) -> Int64 { keys[index] }
 
     var count: Int { keys.count }
 

@@ -17,15 +17,15 @@ extension Array: FetchedRows where Element == (Int64, RowSnapshot) {
 /// array of snapshots to make and free).
 struct SnapshotBatch: FetchedRows, Sendable {
     private enum Storage {
-        case chunked(identities: [(key: Int64, version: UInt32)], chunks: [DecodedRows])
+        case chunked(keys: [Int64], versions: [UInt32], chunks: [DecodedRows])
         /// Rows decoded one by one (a result in text format, say).
         case rows([(Int64, RowSnapshot)])
     }
 
     private let storage: Storage
 
-    init(identities: [(key: Int64, version: UInt32)], chunks: [DecodedRows]) {
-        storage = .chunked(identities: identities, chunks: chunks)
+    init(keys: [Int64], versions: [UInt32], chunks: [DecodedRows]) {
+        storage = .chunked(keys: keys, versions: versions, chunks: chunks)
     }
 
     init(rows: [(Int64, RowSnapshot)]) {
@@ -34,7 +34,7 @@ struct SnapshotBatch: FetchedRows, Sendable {
 
     var count: Int {
         switch storage {
-        case .chunked(let identities, _): identities.count
+        case .chunked(let keys, _, _): keys.count
         case .rows(let rows): rows.count
         }
     }
@@ -42,7 +42,7 @@ struct SnapshotBatch: FetchedRows, Sendable {
     @inline(__always)
     func key(at index: Int) -> Int64 {
         switch storage {
-        case .chunked(let identities, _): identities[index].key
+        case .chunked(let keys, _, _): keys[index]
         case .rows(let rows): rows[index].0
         }
     }
@@ -50,9 +50,9 @@ struct SnapshotBatch: FetchedRows, Sendable {
     @inline(__always)
     func snapshot(at index: Int) -> RowSnapshot {
         switch storage {
-        case .chunked(let identities, let chunks):
+        case .chunked(_, let versions, let chunks):
             RowSnapshot(row: index % SnapshotDecoder.chunkRows, of: chunks[index / SnapshotDecoder.chunkRows],
-                        version: identities[index].version)
+                        version: versions[index])
         case .rows(let rows): rows[index].1
         }
     }

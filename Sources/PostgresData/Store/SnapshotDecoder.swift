@@ -65,26 +65,40 @@ struct SnapshotDecoder: Sendable {
         guard fast else { return SnapshotBatch(rows: try range.map { try decode(result[$0]) }) }
         var chunks: [DecodedRows] = []
         chunks.reserveCapacity((range.count + Self.chunkRows - 1) / Self.chunkRows)
-        // Keys and versions are written in place as the chunks are decoded (trivial values:
-        // a chunk that fails leaves nothing to destroy).
-        let identities = try [(key: Int64, version: UInt32)](unsafeUninitializedCapacity: range.count) { buffer, initialized in
-            guard let base = buffer.baseAddress else { return }
-            var start = range.lowerBound
-            while start < range.upperBound {
-                let end = min(range.upperBound, start + Self.chunkRows)
-                chunks.append(try values(of: result, rows: start..<end, identities: base + (start - range.lowerBound)))
-                initialized = end - range.lowerBound
-                start = end
-            }
+        let (keys, versions) = try Self.identities(count: range.count) { rows, keys, versions in
+            let start = range.lowerBound + rows.lowerBound
+            chunks.append(try values(of: result, rows: start..<(start + rows.count), keys: keys, versions: versions))
         }
-        return SnapshotBatch(identities: identities, chunks: chunks)
+        return SnapshotBatch(keys: keys, versions: versions, chunks: chunks)
     }
 
-    /// The values of the rows `range` of `result` in one ``DecodedRows``; with `identities`,
-    /// each row's key and version written there, in order. Only for a result this decoder
-    /// decodes column by column.
-    func values(of result: QueryResult, rows range: Range<Int>,
-                identities: UnsafeMutablePointer<(key: Int64, version: UInt32)>? = nil) throws -> DecodedRows {
+    /// `count` keys and versions, written in place by `body` a chunk of ``chunkRows`` rows at
+    /// a time (given the chunk's rows, and where their keys and versions go).
+    static func identities(count: Int, _ body: (Range<Int>, UnsafeMutablePointer<Int64>, UnsafeMutablePointer<UInt32>) throws -> Void)
+        rethrows -> (keys: [Int64], versions: [UInt32]) {
+        var versions: [UInt32] = []
+        // (Trivial values: a chunk that fails leaves nothing to destroy.)
+        let keys = try [Int64](unsafeUninitializedCapacity: count) { keyBuffer, keyCount in
+            versions = try [UInt32](unsafeUninitializedCapacity: count) { versionBuffer, versionCount in
+                guard let keys = keyBuffer.baseAddress, let versions = versionBuffer.baseAddress else { return }
+                var start = 0
+                while start < count {
+                    let end = min(count, start + chunkRows)
+                    try body(start..<end, keys + start, versions + start)
+                    keyCount = end
+                    versionCount = end
+                    start = end
+                }
+            }
+        }
+        return (keys, versions)
+    }
+
+    /// The values of the rows `range` of `result` in one ``DecodedRows``; with `keys` and
+    /// `versions`, each row's key and version written there, in order. Only for a result this
+    /// decoder decodes column by column.
+    func values(of result: QueryResult, rows range: Range<Int>, keys: UnsafeMutablePointer<Int64>? = nil,
+                versions: UnsafeMutablePointer<UInt32>? = nil) throws -> DecodedRows {
         guard let layout else {
             throw PostgresDataError.invalidRequest("the result's columns are not those of a snapshot of \(entity.name)")
         }
@@ -99,7 +113,11 @@ struct SnapshotDecoder: Sendable {
             var index = 0
             for position in range {
                 let row = result[position]
-                if let identities { (identities + index).initialize(to: try identity(of: row)) }
+                if let keys, let versions {
+                    let (key, version) = try identity(of: row)
+                    (keys + index).initialize(to: key)
+                    (versions + index).initialize(to: version)
+                }
                 for column in targets.indices {
                     try targets[column].decoder.store(row, into: targets[column].values, nulls: targets[column].nulls, at: index)
                 }
