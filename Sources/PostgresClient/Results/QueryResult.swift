@@ -26,8 +26,7 @@ public struct QueryResult: Sendable, RandomAccessCollection {
     @inlinable public var startIndex: Int { 0 }
     @inlinable public var endIndex: Int { storage.rowCount }
 
-    /// The row at `position`. Inlinable: a loop over a million rows then makes no call, and
-    /// no reference-count change, per row.
+    /// The row at `position`. Inlinable: a loop over a million rows then makes no call per row.
     @inlinable
     public subscript(position: Int) -> Row {
         precondition(position >= 0 && position < storage.rowCount, "row index \(position) out of range")

@@ -109,6 +109,7 @@ extension ManagedObjectContext {
             let id = ManagedObjectID(entity: entity, primaryKey: rows.key(at: index))
             let row = rows.snapshot(at: index)
             // Objects are filled with decoded rows; faults leave theirs as they came.
+            // (A row decoded already is taken as it is: `decoded()` would copy it.)
             let snapshot = asFaults || !row.isEncoded ? row : row.decoded()
             let (object, isNew) = registered.object(for: id) {
                 makeRegisteredObject(id, entity: entity, snapshot: snapshot, asFaults: asFaults)
@@ -154,10 +155,7 @@ extension ManagedObjectContext {
         let coordinator = persistentStoreCoordinator
         if !cached.isEmpty { coordinator.retainCachedRows(cached) }
         if !refreshed.isEmpty { coordinator.refreshCachedRows(refreshed) }
-        // Borrowed from the array: no reference-count change per object.
-        objects.withUnsafeBufferPointer { objects in
-            for index in awakened.indices where awakened[index] { objects[start + index].awakeFromFetch() }
-        }
+        for (object, isAwakened) in zip(objects[start...], awakened) where isAwakened { object.awakeFromFetch() }
     }
 
     /// Registers a batch of an asynchronous fetch of faults: each new fault keeps its row,

@@ -45,9 +45,7 @@ final class EncodedRows: Sendable {
                 // A value of the wrong size from the server: that chunk's faults read their
                 // rows from the database when they fire, which reports the error.
                 for (offset, position) in rows.enumerated() {
-                    let (key, version) = try decoder.identity(of: result[position])
-                    (keys + offset).initialize(to: key)
-                    (versions + offset).initialize(to: version)
+                    try decoder.storeIdentity(of: result[position], keys: keys, versions: versions, at: offset)
                 }
                 chunks.append(nil)
             }

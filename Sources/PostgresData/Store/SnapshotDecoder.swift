@@ -113,11 +113,7 @@ struct SnapshotDecoder: Sendable {
             var index = 0
             for position in range {
                 let row = result[position]
-                if let keys, let versions {
-                    let (key, version) = try identity(of: row)
-                    (keys + index).initialize(to: key)
-                    (versions + index).initialize(to: version)
-                }
+                if let keys, let versions { try storeIdentity(of: row, keys: keys, versions: versions, at: index) }
                 for column in targets.indices {
                     try targets[column].decoder.store(row, into: targets[column].values, nulls: targets[column].nulls, at: index)
                 }
@@ -148,6 +144,14 @@ struct SnapshotDecoder: Sendable {
         guard fast else { return (try row.decode(Int64.self, at: 0), try row.decode(TransactionID.self, at: 1).rawValue) }
         return (try row.withUnsafeBytes(at: 0) { try ColumnDecoder.integer(Int64.self, from: $0, column: 0) },
                 try row.withUnsafeBytes(at: 1) { try ColumnDecoder.integer(UInt32.self, from: $0, column: 1) })
+    }
+
+    /// Writes the row's key and version at `index` of `keys` and `versions`.
+    @inline(__always)
+    func storeIdentity(of row: Row, keys: UnsafeMutablePointer<Int64>, versions: UnsafeMutablePointer<UInt32>, at index: Int) throws {
+        let (key, version) = try identity(of: row)
+        (keys + index).initialize(to: key)
+        (versions + index).initialize(to: version)
     }
 
     /// The row's values, one per property.
