@@ -33,7 +33,23 @@ public struct QueryResult: Sendable, RandomAccessCollection {
         if storage.rowsPerHandle {
             return Row(storage: storage, handle: storage.handles[position], row: 0)
         }
-        return Row(storage: storage, handle: storage.handles[0], row: Int32(position))
+        return Row(storage: storage, handle: storage.firstHandle.unsafelyUnwrapped, row: Int32(position))
+    }
+
+    /// The raw bytes of the cell at `column` of row `position`, or nil for NULL: what
+    /// ``Row/withUnsafeBytes(at:_:)`` gives, without making the ``Row`` or calling a closure.
+    ///
+    /// For a decoder that reads every cell of a large result: a `Row` holds the result, so
+    /// making one per row changes the result's reference count twice per row. The bytes are
+    /// libpq's, valid only as long as the result lives: keep the result until you are done
+    /// with them (`withExtendedLifetime(result)`), and never write through them.
+    @inlinable @inline(__always)
+    public func unsafeBytes(atRow position: Int, column: Int) -> UnsafeRawBufferPointer? {
+        precondition(position >= 0 && position < storage.rowCount, "row index \(position) out of range")
+        if storage.rowsPerHandle {
+            return Row.unsafeBytes(of: storage.handles[position], row: 0, column: column)
+        }
+        return Row.unsafeBytes(of: storage.firstHandle.unsafelyUnwrapped, row: Int32(position), column: column)
     }
 
     /// One column of a result.
@@ -49,6 +65,9 @@ public struct QueryResult: Sendable, RandomAccessCollection {
 @usableFromInline
 final class ResultStorage: @unchecked Sendable {
     @usableFromInline let handles: [OpaquePointer]
+    /// `handles[0]` for a plain result, read without touching the array (which a loop
+    /// retains per read); nil for single-row results, which are never read through it.
+    @usableFromInline let firstHandle: OpaquePointer?
     @usableFromInline let rowsPerHandle: Bool
     @usableFromInline let rowCount: Int
     @usableFromInline let columns: ColumnSet
@@ -56,6 +75,7 @@ final class ResultStorage: @unchecked Sendable {
 
     init(handle: OpaquePointer, statement: String) {
         handles = [handle]
+        firstHandle = handle
         rowsPerHandle = false
         rowCount = Int(PQntuples(handle))
         columns = ColumnSet(handle)
@@ -65,6 +85,7 @@ final class ResultStorage: @unchecked Sendable {
     /// Takes ownership of single-row results that share their columns.
     init(singleRows: [OpaquePointer], columns: ColumnSet, statement: String) {
         handles = singleRows
+        firstHandle = nil
         rowsPerHandle = true
         rowCount = singleRows.count
         self.columns = columns

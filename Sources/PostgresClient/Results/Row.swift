@@ -85,10 +85,17 @@ public struct Row: @unchecked Sendable {  // `handle` belongs to the immutable `
     /// gives NULL a length of 0), so only an empty one costs a third call to libpq.
     @inlinable
     public func withUnsafeBytes<R>(at column: Int, _ body: (UnsafeRawBufferPointer?) throws -> R) rethrows -> R {
+        try body(Self.unsafeBytes(of: handle, row: row, column: column))
+    }
+
+    /// The cell of `handle` at `row` and `column`, or nil for NULL: two calls to libpq, three
+    /// for an empty value.
+    @inlinable @inline(__always)
+    static func unsafeBytes(of handle: OpaquePointer, row: Int32, column: Int) -> UnsafeRawBufferPointer? {
         let index = Int32(column)
         let length = Int(PQgetlength(handle, row, index))
-        if length == 0 && PQgetisnull(handle, row, index) != 0 { return try body(nil) }
-        return try body(UnsafeRawBufferPointer(start: PQgetvalue(handle, row, index), count: length))
+        if length == 0 && PQgetisnull(handle, row, index) != 0 { return nil }
+        return UnsafeRawBufferPointer(start: PQgetvalue(handle, row, index), count: length)
     }
 
     @usableFromInline

@@ -9,7 +9,7 @@ import PostgresClient
 /// type the attribute does not expect) go through the general ``ValueCoding/decode(_:at:as:)``.
 /// A column holding keys of a to-one relationship's destination decodes to object IDs.
 struct ColumnDecoder: Sendable {
-    private enum Step: Sendable {
+    fileprivate enum Step: Sendable {
         case int16, int32, int64, float32, float64, text, bool, timestamp, uuid, bytes
         case foreignKey
         case general
@@ -107,19 +107,30 @@ struct ColumnDecoder: Sendable {
     /// The destination of a to-one relationship's column, else nil.
     var destinationEntity: EntityDescription? { destination }
 
-    /// Stores the column's value in `row` as value `index` of a column of ``DecodedRows``
-    /// of this decoder's ``kind`` (`values`, and `nulls` for a kind with NULL flags, which
-    /// start cleared; strings and general values start NULL).
-    @inline(__always)
-    func store(_ row: Row, into values: UnsafeMutableRawPointer, nulls: UnsafeMutablePointer<UInt8>?, at index: Int) throws {
+    /// The column's decoding when its value is read straight from its bytes (nil for a
+    /// uuid, bytea or general column, which ``value(_:)`` decodes): a trivial value, which a
+    /// loop over a million rows copies per cell without reference counting (the decoder holds
+    /// a destination entity).
+    var direct: Direct? {
         switch step {
-        case .general, .uuid, .bytes:
-            values.assumingMemoryBound(to: AttributeValue.self)[index] = try value(row)
-            return
-        default: break
+        case .general, .uuid, .bytes: nil
+        default: Direct(column: column, step: step)
         }
-        try row.withUnsafeBytes(at: column) { bytes throws in
-            guard let bytes else {
+    }
+
+    /// A column decoded straight from its bytes into ``DecodedRows``.
+    struct Direct: Sendable {
+        let column: Int
+        fileprivate let step: Step
+
+        /// Stores the column's value in row `position` of `result` as value `index` of a
+        /// column of ``DecodedRows`` of the decoder's ``ColumnDecoder/kind`` (`values`, and
+        /// `nulls` for a kind with NULL flags, which start cleared; strings start NULL). Reads
+        /// the cell without making a ``Row``: no reference counting per row.
+        @inline(__always)
+        func store(_ result: QueryResult, row position: Int, into values: UnsafeMutableRawPointer,
+                   nulls: UnsafeMutablePointer<UInt8>?, at index: Int) throws {
+            guard let bytes = result.unsafeBytes(atRow: position, column: column) else {
                 switch step {
                 case .text: break
                 case .bool: values.storeBytes(of: DecodedRows.Layout.nullBoolean, toByteOffset: index, as: UInt8.self)
@@ -127,7 +138,7 @@ struct ColumnDecoder: Sendable {
                 }
                 return
             }
-            func integer<T: FixedWidthInteger>(_: T.Type) throws -> T { try Self.integer(T.self, from: bytes, column: column) }
+            func integer<T: FixedWidthInteger>(_: T.Type) throws -> T { try ColumnDecoder.integer(T.self, from: bytes, column: column) }
             switch step {
             case .int16: values.storeBytes(of: Int64(try integer(Int16.self)), toByteOffset: index &* 8, as: Int64.self)
             case .int32: values.storeBytes(of: Int64(try integer(Int32.self)), toByteOffset: index &* 8, as: Int64.self)
@@ -140,7 +151,7 @@ struct ColumnDecoder: Sendable {
                 let micros = try integer(Int64.self)
                 var seconds = Double(micros) / 1_000_000 - 31_622_400
                 if micros == .max || micros == .min {
-                    guard case .date(let date) = try ValueCoding.decode(row, at: column, as: .date) else {
+                    guard case .date(let date) = try ValueCoding.decode(result[position], at: column, as: .date) else {
                         nulls.unsafelyUnwrapped[index] = 1
                         return
                     }
@@ -148,8 +159,8 @@ struct ColumnDecoder: Sendable {
                 }
                 values.storeBytes(of: seconds, toByteOffset: index &* 8, as: Double.self)
             case .uuid, .bytes, .general:
-                // Stored as values above; reached only if that changes.
-                values.assumingMemoryBound(to: AttributeValue.self)[index] = try value(row)
+                // Not direct (``ColumnDecoder/direct``): never here.
+                break
             }
         }
     }

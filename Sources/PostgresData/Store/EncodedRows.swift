@@ -45,7 +45,7 @@ final class EncodedRows: Sendable {
                 // A value of the wrong size from the server: that chunk's faults read their
                 // rows from the database when they fire, which reports the error.
                 for (offset, position) in rows.enumerated() {
-                    try decoder.storeIdentity(of: result[position], keys: keys, versions: versions, at: offset)
+                    try decoder.storeIdentity(ofRow: position, of: result, keys: keys, versions: versions, at: offset)
                 }
                 chunks.append(nil)
             }
