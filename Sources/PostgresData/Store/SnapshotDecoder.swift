@@ -62,7 +62,9 @@ struct SnapshotDecoder: Sendable {
     /// The rows `range` of `result` as one batch: their keys and versions, their values
     /// decoded into ``DecodedRows`` shared by up to ``chunkRows`` rows.
     func batch(of result: QueryResult, rows range: Range<Int>) throws -> SnapshotBatch {
-        guard fast else { return SnapshotBatch(rows: try range.map { try decode(result[$0]) }) }
+        guard fast else {
+            return SnapshotBatch(rows: try range.map { try PersistentStoreCoordinator.decodeSnapshot(result[$0], entity: entity) })
+        }
         var chunks: [DecodedRows] = []
         chunks.reserveCapacity((range.count + Self.chunkRows - 1) / Self.chunkRows)
         let (keys, versions) = try Self.identities(count: range.count) { rows, keys, versions in
@@ -135,51 +137,13 @@ struct SnapshotDecoder: Sendable {
         var nulls: UnsafeMutablePointer<UInt8>?
     }
 
-    /// Initializes one value's memory, once, in property order: a value that fails to decode
-    /// leaves it uninitialized and the values before it counted, for the array to destroy.
-    /// Properties without a column (to-many relationships) hold NULL.
-    @inline(__always)
-    private func initialize(_ slot: UnsafeMutablePointer<AttributeValue>, from source: Int, of row: Row) throws {
-        slot.initialize(to: source < 0 ? .null : try columns[source].value(row))
-    }
-
-    func decode(_ row: Row) throws -> (Int64, RowSnapshot) {
-        guard fast else { return try PersistentStoreCoordinator.decodeSnapshot(row, entity: entity) }
-        let (key, version) = try identity(of: row)
-        return (key, RowSnapshot(values: try values(of: row), version: version))
-    }
-
-    /// The row's key and version. For a result whose first columns are a binary `bigint` and
-    /// `xid` (``fast``), read straight from their bytes.
-    @inline(__always)
-    func identity(of row: Row) throws -> (Int64, UInt32) {
-        guard fast else { return (try row.decode(Int64.self, at: 0), try row.decode(TransactionID.self, at: 1).rawValue) }
-        return (try row.withUnsafeBytes(at: 0) { try ColumnDecoder.integer(Int64.self, from: $0, column: 0) },
-                try row.withUnsafeBytes(at: 1) { try ColumnDecoder.integer(UInt32.self, from: $0, column: 1) })
-    }
-
     /// Writes the key and version of row `position` of `result` at `index` of `keys` and
-    /// `versions`; for a ``fast`` result, read without making a ``Row``.
+    /// `versions`, read straight from their bytes, without making a ``Row``. Only for a result
+    /// this decoder decodes column by column (``fast``: a binary `bigint` and `xid` first).
     @inline(__always)
     func storeIdentity(ofRow position: Int, of result: QueryResult, keys: UnsafeMutablePointer<Int64>,
                        versions: UnsafeMutablePointer<UInt32>, at index: Int) throws {
-        let (key, version) = fast
-            ? (try ColumnDecoder.integer(Int64.self, from: result.unsafeBytes(atRow: position, column: 0), column: 0),
-               try ColumnDecoder.integer(UInt32.self, from: result.unsafeBytes(atRow: position, column: 1), column: 1))
-            : try identity(of: result[position])
-        (keys + index).initialize(to: key)
-        (versions + index).initialize(to: version)
-    }
-
-    /// The row's values, one per property.
-    func values(of row: Row) throws -> [AttributeValue] {
-        guard fast else { return try PersistentStoreCoordinator.decodeSnapshot(row, entity: entity).1.values.array }
-        return try [AttributeValue](unsafeUninitializedCapacity: propertyCount) { buffer, count in
-            let base = buffer.baseAddress.unsafelyUnwrapped
-            for source in sources {
-                try initialize(base + count, from: source, of: row)
-                count += 1
-            }
-        }
+        (keys + index).initialize(to: try ColumnDecoder.integer(Int64.self, from: result.unsafeBytes(atRow: position, column: 0), column: 0))
+        (versions + index).initialize(to: try ColumnDecoder.integer(UInt32.self, from: result.unsafeBytes(atRow: position, column: 1), column: 1))
     }
 }
