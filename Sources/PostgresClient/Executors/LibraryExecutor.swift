@@ -8,9 +8,7 @@ import Foundation
 /// waiting for a pooled connection and the code that then holds it, lease timeouts, background
 /// connects, statement timeouts and the decoding of streamed batches. So no wait of the
 /// library depends on a thread that callers can exhaust, and the number of threads the
-/// library adds is fixed (``threadCount`` and one for timers), whatever the number of tasks.
-/// Timers fire on a thread of their own: work that keeps every other thread busy (decoding
-/// a large result) never delays a statement timeout or a lease timeout.
+/// library adds is fixed (``threadCount``), whatever the number of tasks.
 ///
 /// Nothing run here may block: blocking libpq work runs on each connection's own thread.
 package final class LibraryExecutor: TaskExecutor, @unchecked Sendable {
@@ -28,15 +26,12 @@ package final class LibraryExecutor: TaskExecutor, @unchecked Sendable {
     // Guarded by `condition`.
     private let condition = NSCondition()
     private var work = Deque<Work>()
-    private var idleThreads = 0
-    // Guarded by `timerCondition`.
-    private let timerCondition = NSCondition()
     private var timers = TimerHeap()
+    private var idleThreads = 0
 
     private init(threadCount: Int, name: String) {
         self.threadCount = threadCount
         Thread.startThreads(threadCount, named: name, stackSize: 1 << 20) { [self] in self.run() }
-        Thread.startThreads(1, named: name + ".timers", stackSize: 1 << 20) { [self] in self.runTimers() }
     }
 
     package func enqueue(_ job: consuming ExecutorJob) {
@@ -49,16 +44,16 @@ package final class LibraryExecutor: TaskExecutor, @unchecked Sendable {
         add(.action(action))
     }
 
-    /// Runs `action` on the executor's timer thread once `delay` has passed, unless the
-    /// returned timer is cancelled first. `action` must return at once (it may hand work
-    /// to ``execute(_:)``): the timers after it wait for it.
+    /// Runs `action` on one of the executor's threads once `delay` has passed, unless the
+    /// returned timer is cancelled first.
     @discardableResult
     package func schedule(after delay: Duration, _ action: @escaping @Sendable () -> Void) -> LibraryTimer {
         let (deadline, overflow) = DispatchTime.now().uptimeNanoseconds.addingReportingOverflow(delay.nanosecondsClamped)
         let timer = LibraryTimer(deadline: overflow ? .max : deadline, action: action, executor: self)
-        timerCondition.lock()
-        if timers.insert(timer) { timerCondition.signal() }
-        timerCondition.unlock()
+        condition.lock()
+        let earliest = timers.insert(timer)
+        if earliest { condition.signal() }
+        condition.unlock()
         return timer
     }
 
@@ -75,11 +70,19 @@ package final class LibraryExecutor: TaskExecutor, @unchecked Sendable {
             condition.lock()
             var next: Work?
             while next == nil {
-                if let item = work.popFirst() {
+                let now = DispatchTime.now().uptimeNanoseconds
+                if let due = timers.popDue(now: now) {
+                    next = .action(due)
+                } else if let item = work.popFirst() {
                     next = item
                 } else {
                     idleThreads += 1
-                    condition.wait()
+                    if let deadline = timers.nextDeadline {
+                        let seconds = Double(deadline &- min(deadline, now)) / 1e9
+                        _ = condition.wait(until: Date(timeIntervalSinceNow: seconds))
+                    } else {
+                        condition.wait()
+                    }
                     idleThreads -= 1
                 }
             }
@@ -92,40 +95,20 @@ package final class LibraryExecutor: TaskExecutor, @unchecked Sendable {
         }
     }
 
-    private func runTimers() {
-        while true {
-            timerCondition.lock()
-            var due: (@Sendable () -> Void)?
-            while due == nil {
-                let now = DispatchTime.now().uptimeNanoseconds
-                due = timers.popDue(now: now)
-                guard due == nil else { break }
-                if let deadline = timers.nextDeadline {
-                    let seconds = Double(deadline &- min(deadline, now)) / 1e9
-                    _ = timerCondition.wait(until: Date(timeIntervalSinceNow: seconds))
-                } else {
-                    timerCondition.wait()
-                }
-            }
-            timerCondition.unlock()
-            due?()
-        }
-    }
-
     fileprivate func cancel(_ timer: LibraryTimer) {
-        timerCondition.lock()
+        condition.lock()
         if timer.action != nil {
             timer.action = nil
             timers.didCancel()
         }
-        timerCondition.unlock()
+        condition.unlock()
     }
 }
 
 /// A timer of ``LibraryExecutor/schedule(after:_:)``; ``cancel()`` stops it if it has not fired.
 package final class LibraryTimer: @unchecked Sendable {
     let deadline: UInt64
-    // Guarded by the executor's timer lock.
+    // Guarded by the executor's lock.
     fileprivate var action: (@Sendable () -> Void)?
     private unowned let executor: LibraryExecutor
 
