@@ -47,16 +47,17 @@ struct CancellationTests {
         try await withConnection { connection async throws in
             let start = ContinuousClock.now
             let error = await capturePostgresError {
-                try await connection.query("SELECT pg_sleep(60)", bindings: PostgresBindings(),
+                try await connection.query("SELECT pg_sleep(120)", bindings: PostgresBindings(),
                                            options: QueryOptions(timeout: .milliseconds(200)))
             }
             let elapsed = ContinuousClock.now - start
             // The server's SQLSTATE proves the cancel reached it; the bound only proves the
-            // statement did not run to its end. It is wide for the same reason as above: this
-            // task's resumption waits for a cooperative thread (9.2 s once in a CI run).
+            // statement did not run to its end. It is wide because, in a loaded full run, the
+            // timer and this task's resumption wait for threads that other work holds (9.2 s
+            // in one CI run; in another, more than 60 s).
             #expect(error?.kind == .timedOut)
             #expect(error?.sqlState == .queryCanceled)
-            #expect(elapsed < .seconds(45), "timeout took \(elapsed)")
+            #expect(elapsed < .seconds(100), "timeout took \(elapsed)")
             #expect(try await connection.query("SELECT 'still here'")[0].decode(String.self, at: 0) == "still here")
         }
     }
