@@ -33,8 +33,15 @@ public enum TestDatabase {
         let name = "\(prefix)_\(getpid())_\(SharedServer.nextNumber())"
         let admin = try await Connection.connect(server)
         defer { Task { await admin.close() } }
-        try await admin.execute(script: "CREATE DATABASE \(quoteIdentifier(name))")
-        if await state.temporary == nil { DroppedAtExit.add(name, on: server) }
+        let temporary = await state.temporary
+        // In a throwaway cluster in memory, copying the template's files is four times as fast
+        // as writing its pages through the WAL, PostgreSQL 15's default (0.1 s against 0.45 s):
+        // a parallel suite creates hundreds. The checkpoints a file copy forces cost nothing
+        // there; on a shared server they would, so it keeps its default.
+        let inMemory = temporary?.directory.hasPrefix("/dev/shm/") == true
+        let copiesFiles = inMemory ? await admin.serverVersion >= 150_000 : false
+        try await admin.execute(script: "CREATE DATABASE \(quoteIdentifier(name))" + (copiesFiles ? " STRATEGY FILE_COPY" : ""))
+        if temporary == nil { DroppedAtExit.add(name, on: server) }
         var configuration = server
         configuration.database = name
         return configuration

@@ -20,6 +20,16 @@ struct TemporaryPostgresTests {
         #expect(error?.kind == .connectionFailed)
     }
 
+    @Test func aClusterThatKeepsNoDataLivesInMemoryWhenThereIsRoom() throws {
+        #expect(TemporaryPostgres.parentDirectory(for: TemporaryPostgres.durableSettings) == "/tmp")
+        var space = statvfs()
+        let roomy = statvfs("/dev/shm", &space) == 0 && UInt64(space.f_bavail) * UInt64(space.f_frsize) >= 6 << 30
+        #expect(TemporaryPostgres.parentDirectory(for: TemporaryPostgres.fastSettings) == (roomy ? "/dev/shm" : "/tmp"))
+        let server = try TemporaryPostgres.start()
+        defer { server.stop() }
+        #expect(server.directory.hasPrefix((roomy ? "/dev/shm" : "/tmp") + "/postgres-data."))
+    }
+
     @Test func restartDropsConnectionsAndKeepsData() async throws {
         let server = try TemporaryPostgres.start()
         defer { server.stop() }

@@ -22,7 +22,10 @@ struct NetworkPartitionTests {
         configuration["keepalives_interval"] = "1"
         configuration["keepalives_count"] = "2"
         configuration["tcp_user_timeout"] = "2000"
-        let bound = Duration.seconds(12)  // 3 s (keepalives) or 2 s (user timeout), with room for a loaded machine
+        // 3 s (keepalives) or 2 s (user timeout), with room for a loaded machine: in a full
+        // suite on two cores the statement sent into the partition once failed after 14.6 s.
+        // Without these settings it would take minutes (SYN retries, retransmissions) or forever.
+        let bound = Duration.seconds(30)
         let pool = ConnectionPool(configuration: configuration, maximumConnections: 4, leaseTimeout: .seconds(30))
         // Four open connections.
         try await withThrowingTaskGroup(of: Void.self) { group in
