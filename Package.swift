@@ -53,6 +53,7 @@ let package = Package(
             name: "PostgresData",
             dependencies: [
                 "PostgresClient",
+                "CLibPQ",
                 "PostgresDataMacros",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "OrderedCollections", package: "swift-collections"),

@@ -158,6 +158,43 @@ import Testing
         #expect(map[kept[1].objectID] === kept[1] && map.count == 1)
     }
 
+    /// A map grown past 2 MiB of slots moves to a mapping of its own (huge pages): every
+    /// object stays reachable through the moves, each is released once when the map goes,
+    /// and a map emptied and refilled works on the mapped table.
+    @Test func aLargeMapOnAMappingOfItsOwnKeepsEveryObject() throws {
+        let entity = try #require(testModel.entitiesByName["Item"])
+        let count = 200_000  // beyond 262,144 slots at three quarters full
+        var objects: [ManagedObject] = []
+        objects.reserveCapacity(count)
+        weak var watched: ManagedObject?
+        do {
+            let map = IdentityMap()
+            for key in 0..<count {
+                let object = ManagedObject.makeFault(of: entity)
+                object.objectID = ManagedObjectID(entity: entity, primaryKey: Int64(key) * 3)
+                map.insert(object)
+                objects.append(object)
+            }
+            #if os(Linux)
+            #expect(map.slotsAreMapped)
+            #endif
+            #expect(map.count == count)
+            for object in objects where map[object.objectID] !== object {
+                Issue.record("\(object.objectID) is not found")
+                break
+            }
+            #expect(map[ManagedObjectID(entity: entity, primaryKey: 1)] == nil)
+            map.removeAll()
+            #expect(map.isEmpty && map[objects[7].objectID] == nil)
+            map.insert(objects[7])
+            #expect(map[objects[7].objectID] === objects[7] && map.count == 1)
+            watched = objects[7]
+            objects = []
+            #expect(watched != nil, "the map holds the object it registered")
+        }
+        #expect(watched == nil, "the map let its object go when it went")
+    }
+
     /// New objects taking their keys (a save's inserted objects) are found by their new IDs
     /// and no longer by their temporary ones: while none of the map's objects is placed yet,
     /// and among fetched objects, in one pass (many) or one at a time (few).

@@ -105,7 +105,11 @@ extension ManagedObjectContext {
         // counting per row.)
         var awakened: [Bool] = []
         awakened.reserveCapacity(rows.count)
+        let salt = ManagedObjectID.permanentSalt(of: entity)
         for index in 0..<rows.count {
+            if index + Self.prefetchDistance < rows.count {
+                registered.prefetchSlots(forKey: rows.key(at: index + Self.prefetchDistance), salt: salt)
+            }
             let id = ManagedObjectID(entity: entity, primaryKey: rows.key(at: index))
             let row = rows.snapshot(at: index)
             // Objects are filled with decoded rows; faults leave theirs as they came.
@@ -168,7 +172,11 @@ extension ManagedObjectContext {
         objects.reserveCapacity(rows.count)
         registered.reserve(rows.count)
         var released: [ManagedObjectID] = []
+        let salt = ManagedObjectID.permanentSalt(of: entity)
         for index in 0..<rows.count {
+            if index + Self.prefetchDistance < rows.count {
+                registered.prefetchSlots(forKey: rows.key(at: index + Self.prefetchDistance), salt: salt)
+            }
             let id = ManagedObjectID(entity: entity, primaryKey: rows.key(at: index))
             let (object, isNew) = registered.object(for: id) {
                 let object = ManagedObject.makeFault(of: entity)
@@ -189,6 +197,9 @@ extension ManagedObjectContext {
         if !released.isEmpty { persistentStoreCoordinator.releaseCachedRows(released) }
         return objects
     }
+
+    /// How many rows ahead registration loads the identity map's slots for a row's key.
+    static let prefetchDistance = 16
 
     /// A new object of this context for a fetched row: a fault, or holding the row's values.
     @inline(__always)

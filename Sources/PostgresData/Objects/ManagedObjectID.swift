@@ -78,8 +78,13 @@ public struct ManagedObjectID: Sendable, Hashable, CustomStringConvertible {
 
     // Identity maps hold up to millions of IDs whose keys come in runs: see KeyRunHashing.
     public func _rawHashValue(seed: Int) -> Int {
-        var salt = UInt64(UInt(bitPattern: entity.hierarchyRootIdentifier ?? ObjectIdentifier(entity))) &* 0x9E37_79B9_7F4A_7C15
-        if isTemporaryID { salt = ~salt }
-        return KeyRunHashing.hashValue(of: key, salt: salt, seed: seed)
+        let salt = Self.permanentSalt(of: entity)
+        return KeyRunHashing.hashValue(of: key, salt: isTemporaryID ? ~salt : salt, seed: seed)
+    }
+
+    /// What the hash of a permanent ID mixes in besides its key: its entity's hierarchy.
+    @inline(__always)
+    static func permanentSalt(of entity: EntityDescription) -> UInt64 {
+        UInt64(UInt(bitPattern: entity.hierarchyRootIdentifier ?? ObjectIdentifier(entity))) &* 0x9E37_79B9_7F4A_7C15
     }
 }
