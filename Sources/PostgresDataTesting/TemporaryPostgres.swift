@@ -24,6 +24,8 @@ public final class TemporaryPostgres: Sendable {
     public let port: Int
     /// The server binaries used.
     public let binaries: ServerBinaries
+    /// True when the cluster lives in memory (``parentDirectory(for:)``).
+    public var isInMemory: Bool { directory.hasPrefix(Self.memoryDirectory + "/") }
     /// The user the server runs as when this process is root.
     let serverUser: String?
     private let running = Locked(true)
@@ -58,10 +60,12 @@ public final class TemporaryPostgres: Sendable {
     public static func parentDirectory(for settings: [String: String]) -> String {
         guard settings["fsync"] == "off" else { return "/tmp" }
         var space = statvfs()
-        guard statvfs("/dev/shm", &space) == 0, access("/dev/shm", W_OK) == 0 else { return "/tmp" }
+        guard statvfs(memoryDirectory, &space) == 0, access(memoryDirectory, W_OK) == 0 else { return "/tmp" }
         let available = UInt64(space.f_bavail) * UInt64(space.f_frsize)
-        return available >= 6 << 30 ? "/dev/shm" : "/tmp"
+        return available >= 6 << 30 ? memoryDirectory : "/tmp"
     }
+
+    private static let memoryDirectory = "/dev/shm"
 
     /// Starts a streaming replica of this cluster (a hot standby: `pg_basebackup -R` of it,
     /// then a server of its own on another port), for tests of read replicas. Pause its

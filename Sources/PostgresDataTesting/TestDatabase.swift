@@ -38,8 +38,7 @@ public enum TestDatabase {
         // as writing its pages through the WAL, PostgreSQL 15's default (0.1 s against 0.45 s):
         // a parallel suite creates hundreds. The checkpoints a file copy forces cost nothing
         // there; on a shared server they would, so it keeps its default.
-        let inMemory = temporary?.directory.hasPrefix("/dev/shm/") == true
-        let copiesFiles = inMemory ? await admin.serverVersion >= 150_000 : false
+        let copiesFiles = temporary?.isInMemory == true ? await admin.serverVersion >= 150_000 : false
         try await admin.execute(script: "CREATE DATABASE \(quoteIdentifier(name))" + (copiesFiles ? " STRATEGY FILE_COPY" : ""))
         if temporary == nil { DroppedAtExit.add(name, on: server) }
         var configuration = server

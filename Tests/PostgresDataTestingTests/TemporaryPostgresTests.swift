@@ -28,6 +28,7 @@ struct TemporaryPostgresTests {
         let server = try TemporaryPostgres.start()
         defer { server.stop() }
         #expect(server.directory.hasPrefix((roomy ? "/dev/shm" : "/tmp") + "/postgres-data."))
+        #expect(server.isInMemory == roomy)
     }
 
     @Test func restartDropsConnectionsAndKeepsData() async throws {
