@@ -159,8 +159,8 @@ import Testing
     }
 
     /// A map grown past 2 MiB of slots moves to a mapping of its own (huge pages): every
-    /// object stays reachable through the moves, each is released once when the map goes,
-    /// and a map emptied and refilled works on the mapped table.
+    /// object stays reachable through the moves from the heap to mappings, `removeAll` empties
+    /// the mapped table, and a map refilled holds its object and lets it go when it goes.
     @Test func aLargeMapOnAMappingOfItsOwnKeepsEveryObject() throws {
         let entity = try #require(testModel.entitiesByName["Item"])
         let count = 200_000  // beyond 262,144 slots at three quarters full

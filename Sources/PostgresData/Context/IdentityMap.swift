@@ -1,4 +1,4 @@
-import CLibPQ
+internal import CLibPQ
 #if canImport(Glibc)
 import Glibc
 #endif
