@@ -162,7 +162,9 @@ struct ConnectionPoolTests {
                 try await group.waitForAll()
             }
         }
-        try await Task.sleep(for: .milliseconds(300))
+        // Mid-run, whatever the machine's load: a fixed pause once came before the pool had
+        // opened a connection, and nothing was there to kill.
+        try await Deadline.poll("the workers under way") { successes.withLock { $0 } >= 40 }
         let killed = try await withConnection { admin async throws in
             try await admin.query("""
                 SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
