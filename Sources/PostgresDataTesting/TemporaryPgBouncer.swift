@@ -69,6 +69,7 @@ public final class TemporaryPgBouncer: Sendable {
                 max_client_conn = 500
                 logfile = \(directory)/pgbouncer.log
                 ignore_startup_parameters = extra_float_digits
+                server_login_retry = 1
 
                 """
             try configuration.write(toFile: directory + "/pgbouncer.ini", atomically: true, encoding: .utf8)
@@ -106,16 +107,31 @@ public final class TemporaryPgBouncer: Sendable {
         self.process = process
     }
 
-    /// Connects through PgBouncer's Unix socket as `postgres` to `database`.
+    /// Connects through PgBouncer's Unix socket as `postgres` to `database`, waiting as long
+    /// as ``TemporaryPostgres/configuration`` does: a client's first login waits for
+    /// PgBouncer's first server connection, which a loaded test server can take seconds to accept.
     public func configuration(database: String) -> Configuration {
         // Only values this type chose itself: cannot fail.
-        try! Configuration(keywords: ["host": directory, "port": String(port), "user": "postgres", "dbname": database])
+        try! Configuration(keywords: ["host": directory, "port": String(port), "user": "postgres", "dbname": database,
+                                      "connect_timeout": "60"])
     }
 
-    /// PgBouncer's log, for diagnosing a failure.
+    /// Runs `body`; when it throws, throws its error again with PgBouncer's log attached, so
+    /// that a failed test says what PgBouncer saw.
+    public func reportingLog<T>(isolation: isolated (any Actor)? = #isolation,
+                                _ body: () async throws -> T) async throws -> T {
+        do {
+            return try await body()
+        } catch {
+            throw TemporaryPostgresError("\(error)\nPgBouncer's log (\(directory)):\n\(log)")
+        }
+    }
+
+    /// PgBouncer's log, for diagnosing a failure: its log file, or what it printed when it
+    /// exited before opening that (it prints the same lines to both).
     public var log: String {
         [directory + "/pgbouncer.log", directory + "/pgbouncer.out"]
-            .compactMap { try? String(contentsOfFile: $0, encoding: .utf8) }.joined(separator: "\n")
+            .lazy.compactMap { try? String(contentsOfFile: $0, encoding: .utf8) }.first { !$0.isEmpty } ?? ""
     }
 
     /// True when something accepts connections on the Unix socket at `path`.

@@ -13,6 +13,10 @@ import Testing
         let server = try await TestDatabase.temporaryServer() ?? TemporaryPostgres.start()
         let bouncer = try TemporaryPgBouncer.start(for: server, poolMode: "transaction", serverConnections: 2)
         defer { bouncer.stop() }
+        try await bouncer.reportingLog { try await exerciseTheObjectGraph(server: server, bouncer: bouncer) }
+    }
+
+    private func exerciseTheObjectGraph(server: TemporaryPostgres, bouncer: TemporaryPgBouncer) async throws {
         let name = "pd_bouncer_\(UUID().uuidString.prefix(8).lowercased())"
         let admin = try await Connection.connect(server.configuration)
         try await admin.execute(script: "CREATE DATABASE \(name)")
@@ -123,57 +127,62 @@ import Testing
         for mode in ["transaction", "statement"] {
             let bouncer = try TemporaryPgBouncer.start(for: server, poolMode: mode, serverConnections: 3)
             defer { bouncer.stop() }
-            let container = PersistentContainer(name: "Pinned", model: testModel)
-            var direct = server.configuration
-            direct.database = name
-            if mode == "transaction" {
-                try await container.loadPersistentStores(configuration: bouncer.configuration(database: name),
-                                                         options: .init(createSchemaIfMissing: true, maximumConnections: 3))
-                _ = try await container.performBackgroundTask { context in
-                    for index in 0..<30 {
-                        let item = Item(context: context)
-                        item.name = "item \(index)"
-                    }
-                    try context.save()
-                }
-            } else {
-                try await container.loadPersistentStores(configuration: bouncer.configuration(database: name),
-                                                         options: .init(maximumConnections: 3))
-            }
-            let context = container.newBackgroundContext()
-            let pinned = await captureDataError {
-                try await context.perform {
-                    try context.setQueryGenerationFrom(.current)
-                    #expect(try context.count(for: FetchRequest<Item>()) == 30)
-                }
-            }
-            if mode == "statement" {
-                guard case .invalidRequest(let reason)? = pinned else {
-                    Issue.record("expected invalidRequest in statement mode, got \(String(describing: pinned))")
-                    continue
-                }
-                #expect(reason.contains("PgBouncer"))
-                await container.persistentStoreCoordinator.close()
-                continue
-            }
-            #expect(pinned == nil)
-            let directly = try await Connection.connect(direct)
-            _ = try await directly.execute(script: "UPDATE item SET weight = 9; DELETE FROM item WHERE name = 'item 3'")
-            await directly.close()
-            let fetch = try await context.perform {
-                var request = FetchRequest<Item>()
-                request.fetchBatchSize = 7
-                return try context.execute(AsynchronousFetchRequest(fetchRequest: request))
-            }
-            try await fetch.wait()
-            #expect(fetch.operationError == nil)
-            let weights = await context.perform { (fetch.finalResult ?? []).map(\.weight) }
-            #expect(weights.count == 30 && weights.allSatisfy { $0 == 0 })
-            try await context.perform {
-                try context.setQueryGenerationFrom(nil)
-                #expect(try context.count(for: FetchRequest<Item>()) == 29)
-            }
-            await container.persistentStoreCoordinator.close()
+            try await bouncer.reportingLog { try await pinGenerations(mode: mode, server: server, bouncer: bouncer, database: name) }
         }
+    }
+
+    private func pinGenerations(mode: String, server: TemporaryPostgres, bouncer: TemporaryPgBouncer,
+                                database name: String) async throws {
+        let container = PersistentContainer(name: "Pinned", model: testModel)
+        var direct = server.configuration
+        direct.database = name
+        if mode == "transaction" {
+            try await container.loadPersistentStores(configuration: bouncer.configuration(database: name),
+                                                     options: .init(createSchemaIfMissing: true, maximumConnections: 3))
+            _ = try await container.performBackgroundTask { context in
+                for index in 0..<30 {
+                    let item = Item(context: context)
+                    item.name = "item \(index)"
+                }
+                try context.save()
+            }
+        } else {
+            try await container.loadPersistentStores(configuration: bouncer.configuration(database: name),
+                                                     options: .init(maximumConnections: 3))
+        }
+        let context = container.newBackgroundContext()
+        let pinned = await captureDataError {
+            try await context.perform {
+                try context.setQueryGenerationFrom(.current)
+                #expect(try context.count(for: FetchRequest<Item>()) == 30)
+            }
+        }
+        if mode == "statement" {
+            guard case .invalidRequest(let reason)? = pinned else {
+                Issue.record("expected invalidRequest in statement mode, got \(String(describing: pinned))")
+                return
+            }
+            #expect(reason.contains("PgBouncer"))
+            await container.persistentStoreCoordinator.close()
+            return
+        }
+        #expect(pinned == nil)
+        let directly = try await Connection.connect(direct)
+        _ = try await directly.execute(script: "UPDATE item SET weight = 9; DELETE FROM item WHERE name = 'item 3'")
+        await directly.close()
+        let fetch = try await context.perform {
+            var request = FetchRequest<Item>()
+            request.fetchBatchSize = 7
+            return try context.execute(AsynchronousFetchRequest(fetchRequest: request))
+        }
+        try await fetch.wait()
+        #expect(fetch.operationError == nil)
+        let weights = await context.perform { (fetch.finalResult ?? []).map(\.weight) }
+        #expect(weights.count == 30 && weights.allSatisfy { $0 == 0 })
+        try await context.perform {
+            try context.setQueryGenerationFrom(nil)
+            #expect(try context.count(for: FetchRequest<Item>()) == 29)
+        }
+        await container.persistentStoreCoordinator.close()
     }
 }
