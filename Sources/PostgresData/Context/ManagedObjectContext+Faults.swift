@@ -80,9 +80,10 @@ extension ManagedObjectContext {
     /// a large fetch). False leaves the fault to them.
     @inline(__always)
     private func fillFromKeptRow(_ object: ManagedObject) -> Bool {
-        guard queryGeneration == nil, !object.holdsCacheReference, let kept = object.pendingRow, let reader = kept.reader,
-              persistentStoreCoordinator.keptRowIsCurrent(reader, oldest: oldestAcceptableRowStamp),
-              let row = kept.decodedIfPossible else { return false }
+        guard queryGeneration == nil, !object.holdsCacheReference else { return false }
+        let coordinator = persistentStoreCoordinator
+        let oldest = oldestAcceptableRowStamp
+        guard let row = object.keptRowIfCurrent({ coordinator.keptRowIsCurrent($0, oldest: oldest) }) else { return false }
         // The fault's own version: the object keeps it to itself, out of the row cache.
         object.fill(with: row)
         object.awakeFromFetch()

@@ -266,6 +266,14 @@ open class ManagedObject: Hashable, CustomStringConvertible {
         set { rowStorage = newValue }
     }
 
+    /// For a fault of an asynchronous fetch, the row it kept, decoded, when `isCurrent`
+    /// accepts the fetch's reader (``RowSnapshot/decodedKeptRow(if:)``); nil otherwise.
+    @inline(__always)
+    func keptRowIfCurrent(_ isCurrent: (RowCache.Reader) -> Bool) -> RowSnapshot? {
+        guard isFaultStorage else { return nil }
+        return rowStorage?.decodedKeptRow(if: isCurrent)
+    }
+
     /// Inserts a new object of `entity` into `context`, or, when `context` is nil, makes one
     /// that no context knows yet (with the model's default values), to insert later with
     /// ``ManagedObjectContext/insert(_:)``.

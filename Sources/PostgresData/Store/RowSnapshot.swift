@@ -87,6 +87,15 @@ struct RowSnapshot: Sendable {
         if case .encoded(let rows) = storage { rows.decodedSnapshot(at: Int(row)) } else { self }
     }
 
+    /// For a row kept encoded whose reader `isCurrent` accepts (no newer row can exist), the
+    /// row decoded; nil otherwise. Called on a fault's stored row, it reads the row in place:
+    /// a million faults fire after a large asynchronous fetch.
+    @inline(__always)
+    func decodedKeptRow(if isCurrent: (RowCache.Reader) -> Bool) -> RowSnapshot? {
+        guard case .encoded(let rows) = storage, isCurrent(rows.reader) else { return nil }
+        return rows.decodedSnapshot(at: Int(row))
+    }
+
     /// The same row with its values decoded. Faults decode their rows with
     /// ``decodedIfPossible`` first, so a row that does not decode is never left here.
     func decoded() -> RowSnapshot {
