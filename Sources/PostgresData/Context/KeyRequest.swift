@@ -21,23 +21,28 @@ struct KeyRequest {
         var counts: [Int] = []
         var positions: [Int] = []
         var slots: [Int] = []
-        func note(_ position: Int, _ object: ManagedObject) {
-            guard object.objectID.isTemporaryID && inserted.allocatedKey(at: position) == 0 else { return }
-            let slot = entities.firstIndex { $0 === object.entity } ?? {
-                entities.append(object.entity)
+        if chosen == nil {
+            positions.reserveCapacity(inserted.count)
+            slots.reserveCapacity(inserted.count)
+        }
+        // A plain loop, not a closure over these arrays: its captures would cost an
+        // exclusivity check per object.
+        for offset in 0..<(chosen?.count ?? inserted.endPosition) {
+            let position = chosen?[offset] ?? offset
+            guard let object = inserted.object(at: position), object.objectID.isTemporaryID,
+                  inserted.allocatedKey(at: position) == 0 else { continue }
+            let entity = object.entity
+            let slot: Int
+            if let known = entities.firstIndex(where: { $0 === entity }) {
+                slot = known
+            } else {
+                entities.append(entity)
                 counts.append(0)
-                return entities.count - 1
-            }()
+                slot = entities.count - 1
+            }
             counts[slot] += 1
             positions.append(position)
             slots.append(slot)
-        }
-        if let chosen {
-            for position in chosen { if let object = inserted.object(at: position) { note(position, object) } }
-        } else {
-            positions.reserveCapacity(inserted.count)
-            slots.reserveCapacity(inserted.count)
-            inserted.forEachPosition(note)
         }
         guard !entities.isEmpty else { return nil }
         self.positions = positions

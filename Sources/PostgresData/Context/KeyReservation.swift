@@ -15,7 +15,8 @@ import PostgresClient
 ///
 /// No Core Data equivalent (Core Data's store draws keys at the save); the pooled key
 /// allocation of Hibernate and the HiLo of Entity Framework work alike. Confined to its
-/// context's queue, except the reservation's own task.
+/// context's queue, except the reservation's own task (so the counts noted per inserted
+/// object skip Swift's dynamic exclusivity checks).
 final class KeyReservation {
     /// From this many inserted objects waiting for keys, a reservation is sent.
     static let threshold = 4_096
@@ -25,8 +26,8 @@ final class KeyReservation {
     private let coordinator: PersistentStoreCoordinator
     /// Inserted objects no reservation covers yet, per entity (a save's few entities: a small
     /// array searched by identity, the last entity first).
-    private var waiting: [(entity: EntityDescription, count: Int)] = []
-    private var waitingCount = 0
+    @exclusivity(unchecked) private var waiting: [(entity: EntityDescription, count: Int)] = []
+    @exclusivity(unchecked) private var waitingCount = 0
     /// Keys drawn per entity, ascending, and how many of them were handed out.
     private var reserved: [ObjectIdentifier: (keys: [Int64], used: Int)] = [:]
     /// The reservation on its way: its task, and the keys it drew once it is back (none when

@@ -258,7 +258,10 @@ extension ManagedObjectContext {
         var inserts: [SavePlan.Insert] = []
         inserts.reserveCapacity(insertedSet.count)
         let inserted = insertedSet
-        try inserted.forEachPosition { position, object in
+        // Plain loops over positions here and below: a closure appending to these arrays
+        // would cost an exclusivity check per object.
+        for position in 0..<inserted.endPosition {
+            guard let object = inserted.object(at: position) else { continue }
             inserts.append(SavePlan.Insert(entity: object.entity, key: object.objectID.primaryKey ?? inserted.allocatedKey(at: position),
                                            values: try translate(object.values.array, of: object)))
         }
@@ -390,21 +393,19 @@ extension ManagedObjectContext {
         var keys: [Int64] = []
         var positions: [Int] = []
         let inserted = insertedSet
-        func note(_ position: Int, _ object: ManagedObject) {
+        // (An object listed twice takes its key once.)
+        let candidates = chosen.map { Set($0).sorted() }
+        for offset in 0..<(candidates?.count ?? inserted.endPosition) {
+            let position = candidates?[offset] ?? offset
+            guard let object = inserted.object(at: position) else { continue }
             let key = inserted.allocatedKey(at: position)
-            guard key != 0, object.objectID.isTemporaryID else { return }
+            guard key != 0, object.objectID.isTemporaryID else { continue }
             objects.append(object)
             keys.append(key)
             positions.append(position)
-            guard object.entity !== last else { return }
+            guard object.entity !== last else { continue }
             last = object.entity
             destinations.insert(object.entity)
-        }
-        if let chosen {
-            // (An object listed twice takes its key once.)
-            for position in Set(chosen).sorted() { if let object = inserted.object(at: position) { note(position, object) } }
-        } else {
-            inserted.forEachPosition(note)
         }
         guard !objects.isEmpty else { return }
         let model = persistentStoreCoordinator.managedObjectModel

@@ -50,6 +50,9 @@ struct ObjectSet: ExpressibleByDictionaryLiteral {
         position < list.count ? list[position] : nil
     }
 
+    /// One past the last position (positions of removed objects included).
+    var endPosition: Int { list.count }
+
     /// Calls `body` with each object and its position, in the order they joined.
     func forEachPosition(_ body: (Int, ManagedObject) throws -> Void) rethrows {
         for (position, object) in list.enumerated() {
