@@ -47,9 +47,12 @@ extension ManagedObjectContext {
     /// the store work: a context waiting for that work could not take the merge).
     /// `writer` is the context that ran the request: the merging contexts read from the
     /// replica only once it has replayed the request.
-    static func merge(_ changes: [ChangeKey: Set<ManagedObjectID>], into contexts: [ManagedObjectContext],
+    /// The changes are gathered only when a context is to merge them: a batch of a million
+    /// rows makes sets of a million IDs.
+    static func merge(_ changes: @autoclosure () -> [ChangeKey: Set<ManagedObjectID>], into contexts: [ManagedObjectContext],
                       from writer: ManagedObjectContext) {
         guard !contexts.isEmpty else { return }
+        let changes = changes()
         if let position = writer.replayFloor {
             for context in contexts { context.raiseReplayFloor(to: position) }
         }
