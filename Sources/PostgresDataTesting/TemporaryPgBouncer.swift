@@ -22,6 +22,8 @@ public final class TemporaryPgBouncer: Sendable {
     public let directory: String
     public let port: Int
     private let process: ChildProcess
+    /// The configuration of ``configuration(database:)`` without its database.
+    private let baseConfiguration: Configuration
 
     /// Starts PgBouncer for every database of `server`: `poolMode` is `session`,
     /// `transaction` or `statement`; `serverConnections` is the pool size per database and user.
@@ -74,6 +76,11 @@ public final class TemporaryPgBouncer: Sendable {
                 """
             try configuration.write(toFile: directory + "/pgbouncer.ini", atomically: true, encoding: .utf8)
             try "\"postgres\" \"\"\n".write(toFile: directory + "/userlist.txt", atomically: true, encoding: .utf8)
+            // As long a wait as ``TemporaryPostgres/configuration``'s: a client's first login waits
+            // for PgBouncer's first server connection, which a loaded test server can take
+            // seconds to accept.
+            let base = try Configuration(keywords: ["host": directory, "port": String(port), "user": "postgres",
+                                                    "connect_timeout": "60"])
             var arguments = [executable]
             if geteuid() == 0 {
                 guard let account = getpwnam("postgres") else {
@@ -90,7 +97,7 @@ public final class TemporaryPgBouncer: Sendable {
             arguments.append(directory + "/pgbouncer.ini")
             let process = try ChildProcess(arguments, environment: ProcessInfo.processInfo.environment,
                                            outputPath: directory + "/pgbouncer.out")
-            let bouncer = TemporaryPgBouncer(directory: directory, port: port, process: process)
+            let bouncer = TemporaryPgBouncer(directory: directory, port: port, process: process, configuration: base)
             try bouncer.waitUntilListening()
             ExitCleanup.atExit { bouncer.stop() }
             ExitCleanup.watchdog("kill -TERM \(process.pid) 2>/dev/null\nrm -rf '\(directory)'")
@@ -101,19 +108,19 @@ public final class TemporaryPgBouncer: Sendable {
         }
     }
 
-    private init(directory: String, port: Int, process: ChildProcess) {
+    private init(directory: String, port: Int, process: ChildProcess, configuration: Configuration) {
         self.directory = directory
         self.port = port
         self.process = process
+        self.baseConfiguration = configuration
     }
 
-    /// Connects through PgBouncer's Unix socket as `postgres` to `database`, waiting as long
-    /// as ``TemporaryPostgres/configuration`` does: a client's first login waits for
-    /// PgBouncer's first server connection, which a loaded test server can take seconds to accept.
+    /// Connects through PgBouncer's Unix socket as `postgres` to `database`, waiting up to
+    /// 60 s, as ``TemporaryPostgres/configuration`` does.
     public func configuration(database: String) -> Configuration {
-        // Only values this type chose itself: cannot fail.
-        try! Configuration(keywords: ["host": directory, "port": String(port), "user": "postgres", "dbname": database,
-                                      "connect_timeout": "60"])
+        var configuration = baseConfiguration
+        configuration.database = database
+        return configuration
     }
 
     /// Runs `body`; when it throws, throws its error again with PgBouncer's log attached, so
