@@ -62,10 +62,18 @@ open class ManagedObject: Hashable, CustomStringConvertible {
         // Values read through the snapshot stay what they were.
         willSet { takeValuesFromSnapshot() }
     }
-    /// What fetched objects do not need until they change, allocated the first time one of
-    /// them is set: an object of 72 bytes is an 80-byte block, one of 88 a 96-byte block — 16 MB
-    /// more for a fetch of a million objects.
-    @exclusivity(unchecked) private var extras: Extras?
+    /// What fetched objects do not need until they change: nothing for an object reading its
+    /// snapshot (an object of 72 bytes is an 80-byte block, one of 88 a 96-byte block — 16 MB
+    /// more for a fetch of a million objects), its own values alone for a new object (one
+    /// array, no side object: a save of 100,000 new objects allocates 8 MB less), or a
+    /// side object with its values and what tracks its changes.
+    @exclusivity(unchecked) private var side: Side?
+
+    /// What an object keeps beside its row (see ``side``); one reference either way.
+    private enum Side {
+        case values([AttributeValue])
+        case extras(Extras)
+    }
 
     private final class Extras {
         /// The values of ``values`` when they are not the snapshot's (an inserted or a
@@ -79,18 +87,39 @@ open class ManagedObject: Hashable, CustomStringConvertible {
         @exclusivity(unchecked) var missingProperties: PropertySet?
     }
 
+    /// The side object, if the object has one.
+    private var extras: Extras? {
+        @inline(__always) get {
+            if case .extras(let extras)? = side { return extras }
+            return nil
+        }
+    }
+
+    /// True when the object has a side object (what a change of a saved object makes).
+    var hasSideObject: Bool { extras != nil }
+
+    /// The side object, made (holding the object's own values) if there is none yet.
     private func madeExtras() -> Extras {
-        if let extras { return extras }
-        let made = Extras()
-        if holdsDefaultValues { made.ownValues = entity.defaultValues }
-        extras = made
+        let made: Extras
+        switch side {
+        case .extras(let extras)?:
+            return extras
+        case .values(let values)?:
+            made = Extras()
+            side = nil
+            made.ownValues = values
+        case nil:
+            made = Extras()
+            if holdsDefaultValues { made.ownValues = entity.defaultValues }
+        }
+        side = .extras(made)
         return made
     }
 
     /// True for an object reading its entity's default values: a new one that has no array of
     /// its own yet (made when a value is first set). A fetched object never makes one.
     private var holdsDefaultValues: Bool {
-        @inline(__always) get { extras == nil && !isFaultStorage && !valuesInSnapshot }
+        @inline(__always) get { side == nil && !isFaultStorage && !valuesInSnapshot }
     }
 
     /// Lets the side object go once nothing is left in it (a batch
@@ -98,25 +127,49 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     private func dropEmptyExtras() {
         guard let extras, extras.ownValues.isEmpty, extras.changedBits == 0, extras.relationshipSets.isEmpty,
               extras.faultingBatch == nil, extras.changedBeyond64.isEmpty, extras.missingProperties == nil else { return }
-        self.extras = nil
+        side = nil
     }
 
     /// The values of ``values`` when they are not the snapshot's; empty for a fault and for
     /// an object reading its snapshot's values.
     private var ownValues: [AttributeValue] {
         @inline(__always) get {
-            if let extras { return extras.ownValues }
-            return holdsDefaultValues ? entity.defaultValues : []
+            switch side {
+            case .values(let values)?: return values
+            case .extras(let extras)?: return extras.ownValues
+            case nil: return holdsDefaultValues ? entity.defaultValues : []
+            }
         }
         set {
-            guard !newValue.isEmpty || extras != nil else { return }
-            madeExtras().ownValues = newValue
-            if newValue.isEmpty { dropEmptyExtras() }
+            switch side {
+            case .extras(let extras)?:
+                extras.ownValues = newValue
+                if newValue.isEmpty { dropEmptyExtras() }
+            case .values?:
+                side = newValue.isEmpty ? nil : .values(newValue)
+            case nil:
+                if !newValue.isEmpty { side = .values(newValue) }
+            }
         }
         _modify {
-            let extras = madeExtras()
-            yield &extras.ownValues
+            if case .extras(let extras)? = side {
+                yield &extras.ownValues
+            } else {
+                var values = takeOwnValues()
+                defer { side = .values(values) }
+                yield &values
+            }
         }
+    }
+
+    /// The object's own values without a side object, moved out of ``side`` (nil after),
+    /// so that a change does not copy the array: the defaults for a new object, empty for a
+    /// fault and for an object reading its snapshot.
+    @inline(__always)
+    private func takeOwnValues() -> [AttributeValue] {
+        let holdsDefaults = holdsDefaultValues
+        if case .values(let values)? = side.take() { return values }
+        return holdsDefaults ? entity.defaultValues : []
     }
 
     /// Properties whose value differs from the snapshot.
@@ -189,14 +242,19 @@ open class ManagedObject: Hashable, CustomStringConvertible {
         _modify {
             takeValuesFromSnapshot()
             // Moved out, so that a change does not copy the array.
-            let extras = madeExtras()
-            var values = PropertyValues(extras.ownValues)
-            extras.ownValues = []
-            defer {
-                extras.ownValues = values.array
-                if values.isEmpty { dropEmptyExtras() }
+            if case .extras(let extras)? = side {
+                var values = PropertyValues(extras.ownValues)
+                extras.ownValues = []
+                defer {
+                    extras.ownValues = values.array
+                    if values.isEmpty { dropEmptyExtras() }
+                }
+                yield &values
+            } else {
+                var values = PropertyValues(takeOwnValues())
+                defer { side = values.isEmpty ? nil : .values(values.array) }
+                yield &values
             }
-            yield &values
         }
     }
 
