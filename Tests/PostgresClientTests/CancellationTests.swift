@@ -62,6 +62,32 @@ struct CancellationTests {
         }
     }
 
+    /// A cancel request that reaches the backend before it has read its statement is ignored
+    /// by the server (as on a loaded machine, where the backend is slow to pick the statement
+    /// up): stopping the backend until the timeout's first request is delivered makes that
+    /// happen every time. The request is sent again while the statement runs.
+    @Test func aTimeoutThatOvertakesItsStatementStillCancelsIt() async throws {
+        try await withConnection { connection async throws in
+            let pid = connection.backendPID
+            #expect(kill(pid, SIGSTOP) == 0)
+            let start = ContinuousClock.now
+            let sleeping = Task {
+                try await connection.query("SELECT pg_sleep(60)", bindings: PostgresBindings(),
+                                           options: QueryOptions(timeout: .milliseconds(100)))
+            }
+            // The timer fires at 0.1 s; its request signals the stopped backend, which, woken
+            // up while waiting for a statement, drops it.
+            try await Task.sleep(for: .seconds(1))
+            #expect(kill(pid, SIGCONT) == 0)
+            let error = await capturePostgresError { _ = try await sleeping.value }
+            let elapsed = ContinuousClock.now - start
+            #expect(error?.kind == .timedOut)
+            #expect(error?.sqlState == .queryCanceled)
+            #expect(elapsed < .seconds(45), "the statement ran \(elapsed)")
+            #expect(try await connection.query("SELECT 'still here'")[0].decode(String.self, at: 0) == "still here")
+        }
+    }
+
     @Test func serverSideStatementTimeoutIsATimeout() async throws {
         try await withConnection { connection async throws in
             try await connection.query("SET statement_timeout = 100")

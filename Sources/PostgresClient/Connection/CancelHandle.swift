@@ -8,7 +8,9 @@ import Foundation
 /// whatever the backend is doing when it arrives. So the connection does not start its
 /// next statement until every cancel request already sent has been delivered
 /// (``beginStatement(_:)`` waits for them); a request that arrives while the backend is
-/// idle is ignored by the server.
+/// idle is ignored by the server. That includes a request that overtakes its statement (a
+/// timeout that fires while a loaded server has not read the statement yet): while the
+/// statement runs, its request is sent again, after 0.1 s, then less and less often.
 public final class CancelHandle: @unchecked Sendable {
     private let condition = NSCondition()
     // Guarded by `condition`.
@@ -73,6 +75,7 @@ public final class CancelHandle: @unchecked Sendable {
     func endStatement() {
         condition.lock()
         current = nil
+        condition.broadcast()
         condition.unlock()
     }
 
@@ -90,14 +93,31 @@ public final class CancelHandle: @unchecked Sendable {
         // so that neither the caller nor a busy thread pool can delay it.
         Thread.detachNewThread {
             var message = [CChar](repeating: 0, count: 256)
-            // `object` stays valid: `install` waits for requests in flight before replacing it.
-            _ = PQcancel(target.pointer, &message, Int32(message.count))
-            self.condition.lock()
-            self.requestsInFlight -= 1
-            self.condition.broadcast()
-            self.condition.unlock()
+            var pause = Self.firstResendPause
+            while true {
+                // `object` stays valid: `install` waits for requests in flight before replacing it.
+                _ = PQcancel(target.pointer, &message, Int32(message.count))
+                self.condition.lock()
+                // A request that reached the backend before it read the statement was ignored:
+                // while the statement runs, it is sent again, less and less often.
+                let resendAt = Date(timeIntervalSinceNow: pause)
+                while self.current === token, self.condition.wait(until: resendAt) {}
+                guard self.current === token else {
+                    self.requestsInFlight -= 1
+                    self.condition.broadcast()
+                    self.condition.unlock()
+                    return
+                }
+                self.condition.unlock()
+                pause = min(pause * 2, Self.longestResendPause)
+            }
         }
     }
+
+    /// How long a canceled statement may still run before its cancel request is sent again
+    /// (then twice as long each time, up to ``longestResendPause``), in seconds.
+    static let firstResendPause: TimeInterval = 0.1
+    static let longestResendPause: TimeInterval = 1
 
     fileprivate func withLock<R>(_ body: () -> R) -> R {
         condition.lock()
