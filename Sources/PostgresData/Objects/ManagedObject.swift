@@ -100,18 +100,9 @@ open class ManagedObject: Hashable, CustomStringConvertible {
 
     /// The side object, made (holding the object's own values) if there is none yet.
     private func madeExtras() -> Extras {
-        let made: Extras
-        switch side {
-        case .extras(let extras)?:
-            return extras
-        case .values(let values)?:
-            made = Extras()
-            side = nil
-            made.ownValues = values
-        case nil:
-            made = Extras()
-            if holdsDefaultValues { made.ownValues = entity.defaultValues }
-        }
+        if let extras { return extras }
+        let made = Extras()
+        made.ownValues = takeOwnValues()
         side = .extras(made)
         return made
     }
