@@ -78,11 +78,13 @@ struct FaultInjectionTests {
     }
 
     @Test func statementAndLockTimeoutsInsideASaveWriteNothing() async throws {
-        // Generous: every statement of the store runs under these, on a machine that may be busy.
-        let stage = try await FaultStage.make { $0["options"] = "-c statement_timeout=3000 -c lock_timeout=500" }
-        // statement_timeout: the 30th card takes 30 seconds to write.
+        // Generous: every statement of the store runs under these, loading the store's schema
+        // included, on a machine that may be busy (a loaded CI run took 3.8 s to read
+        // information_schema.columns).
+        let stage = try await FaultStage.make { $0["options"] = "-c statement_timeout=10000 -c lock_timeout=500" }
+        // statement_timeout: the 30th card takes a minute to write.
         try await stage.admin.execute(script: """
-            CREATE FUNCTION slow() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(30); RETURN NEW; END $$;
+            CREATE FUNCTION slow() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(60); RETURN NEW; END $$;
             CREATE TRIGGER slow BEFORE INSERT ON stress_card FOR EACH ROW WHEN (NEW.token = 'card 30') EXECUTE FUNCTION slow();
             """)
         let context = try await stage.contextWithNewCards(60)

@@ -13,11 +13,15 @@ struct FaultStage {
     let container: PersistentContainer
     let admin: Connection
 
+    /// `adjust` changes the container's connection settings only: the administrative
+    /// connections keep the server's defaults, so a short timeout set for the store never
+    /// cuts the test's own statements on a busy machine.
     static func make(_ options: PersistentStoreCoordinator.StoreOptions = .init(), adjust: (inout Configuration) -> Void = { _ in }) async throws -> FaultStage {
-        var configuration = try await StressModel.seededDatabase(prefix: "pd_faults")
-        adjust(&configuration)
+        let configuration = try await StressModel.seededDatabase(prefix: "pd_faults")
+        var storeConfiguration = configuration
+        adjust(&storeConfiguration)
         let container = PersistentContainer(name: "Faults", model: StressModel.model)
-        try await container.loadPersistentStores(configuration: configuration, options: options)
+        try await container.loadPersistentStores(configuration: storeConfiguration, options: options)
         return FaultStage(configuration: configuration, container: container, admin: try await Connection.connect(configuration))
     }
 
