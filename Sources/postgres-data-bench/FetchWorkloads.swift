@@ -109,6 +109,9 @@ func makeFetchWorkloads(container: PersistentContainer, client connection: Conne
         }, raw: {
             try rawCursorVersionedStructs(raw, rows: rows, keeping: true)
         }),
+        Workload(name: "W3 floor: raw cursor, a class instance per row in a key map (B: structs)", prepare: fullTable, client: {
+            try rawCursorIdentityMapped(raw, rows: rows)
+        }, raw: { try rawCursorVersionedStructs(raw, rows: rows, keeping: true) }),
         Workload(name: "W3 walk \(rows.formatted()) in batches of 10,000, read and released", prepare: fullTable, client: {
             let context = container.newBackgroundContext()
             var request = FetchRequest<BenchItem>()
@@ -223,31 +226,54 @@ func rawFetchKeys(_ raw: RawConnection, rows: Int) throws {
 /// and read; `keeping` every struct until the end (an asynchronous fetch's final result) or
 /// releasing each batch (a batch walk).
 func rawCursorVersionedStructs(_ raw: RawConnection, rows: Int, keeping: Bool) throws {
-    try raw.exec("BEGIN READ ONLY ISOLATION LEVEL REPEATABLE READ")
-    try raw.exec("DECLARE c NO SCROLL CURSOR FOR \(selectAllWithVersions)")
     var kept: [Item] = []
     if keeping { kept.reserveCapacity(rows) }
-    var count = 0
     var sum = 0
     var batchItems: [Item] = []
     batchItems.reserveCapacity(10_000)
+    let count = try rawCursorBatches(raw) { result, batch in
+        for row in 0..<batch { batchItems.append(rawVersionedItem(result, row)) }
+        for item in batchItems { sum &+= item.checksum }
+        if keeping { kept += batchItems }
+        batchItems.removeAll(keepingCapacity: true)
+    }
+    try expectRows(count, rows, "raw cursor")
+    Sink.shared.add(sum &+ kept.count)
+}
+
+/// The least an object graph does beyond the keeping ``rawCursorVersionedStructs(_:rows:keeping:)``:
+/// each row a class instance found again by its key in a ``KeyMap``, every value read once
+/// the last batch is in (as an asynchronous fetch's final result is read), all freed.
+func rawCursorIdentityMapped(_ raw: RawConnection, rows: Int) throws {
+    var objects: [MappedItem] = []
+    objects.reserveCapacity(rows)
+    var map = KeyMap(capacity: rows)
+    let count = try rawCursorBatches(raw) { result, batch in
+        for row in 0..<batch { objects.append(map.insert(MappedItem(rawVersionedItem(result, row)))) }
+    }
+    try expectRows(count, rows, "raw cursor into objects")
+    Sink.shared.add(objects.reduce(0) { $0 &+ $1.item.checksum })
+}
+
+/// Reads every row of `items` with its version through a cursor, 10,000 rows a FETCH, the
+/// next FETCH sent before `body` decodes a batch (the server reads it meanwhile); returns
+/// how many rows came.
+private func rawCursorBatches(_ raw: RawConnection, _ body: (OpaquePointer, Int32) -> Void) throws -> Int {
+    try raw.exec("BEGIN READ ONLY ISOLATION LEVEL REPEATABLE READ")
+    try raw.exec("DECLARE c NO SCROLL CURSOR FOR \(selectAllWithVersions)")
+    var count = 0
     let fetch = "FETCH FORWARD 10000 FROM c"
     try raw.sendBinary(fetch)
     while true {
         let result = try raw.receiveBinary(fetch)
         let batch = PQntuples(result)
-        // The next batch is asked for before this one is decoded: the server reads it meanwhile.
         if batch == 10_000 { try raw.sendBinary(fetch) }
-        for row in 0..<batch { batchItems.append(rawVersionedItem(result, row)) }
+        body(result, batch)
         PQclear(result)
-        for item in batchItems { sum &+= item.checksum }
-        if keeping { kept += batchItems }
-        batchItems.removeAll(keepingCapacity: true)
         count += Int(batch)
         if batch < 10_000 { break }
     }
     try raw.exec("CLOSE c")
     try raw.exec("COMMIT")
-    try expectRows(count, rows, "raw cursor")
-    Sink.shared.add(sum &+ kept.count)
+    return count
 }
