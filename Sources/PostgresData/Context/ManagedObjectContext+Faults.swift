@@ -83,9 +83,8 @@ extension ManagedObjectContext {
         guard queryGeneration == nil, !object.holdsCacheReference else { return false }
         let coordinator = persistentStoreCoordinator
         let oldest = oldestAcceptableRowStamp
-        guard let row = object.keptRowIfCurrent({ coordinator.keptRowIsCurrent($0, oldest: oldest) }) else { return false }
         // The fault's own version: the object keeps it to itself, out of the row cache.
-        object.fill(with: row)
+        guard object.fillFromKeptRow(if: { coordinator.keptRowIsCurrent($0, oldest: oldest) }) else { return false }
         object.awakeFromFetch()
         return true
     }

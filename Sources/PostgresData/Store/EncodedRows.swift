@@ -17,17 +17,15 @@ final class EncodedRows: Sendable {
     /// The rows' primary keys and versions, in the result's order.
     private let keys: [Int64]
     private let versions: [UInt32]
-    private let storage: Storage
-
     /// The rows' values, ``SnapshotDecoder/chunkRows`` at a time: the faults of a chunk then
-    /// share one ``DecodedRows``, as the objects of an ordinary fetch do.
-    private enum Storage: Sendable {
-        /// Every chunk, decoded as the batch arrived (the result is freed).
-        case decoded([DecodedRows])
-        /// A chunk that did not decode left the result kept: each chunk is decoded (again)
-        /// the first time one of its rows is asked for.
-        case encoded(QueryResult, Locked<[DecodedRows?]>)
-    }
+    /// share one ``DecodedRows``, as the objects of an ordinary fetch do. Every chunk, decoded
+    /// as the batch arrived (the result is freed); empty when one did not decode. Not an enum
+    /// with ``kept``: reading a constant array of the batch costs no retain of it, for each
+    /// of a million faults firing.
+    private let decodedChunks: [DecodedRows]
+    /// When a chunk did not decode, the result, kept: each chunk is decoded (again) the first
+    /// time one of its rows is asked for.
+    private let kept: (result: QueryResult, chunks: Locked<[DecodedRows?]>)?
 
     /// Reads the keys and versions of `result` and decodes its values, off the context (an
     /// asynchronous fetch decodes a batch while the server runs the next `FETCH`), in one
@@ -51,7 +49,13 @@ final class EncodedRows: Sendable {
             }
         }
         let decoded = chunks.compactMap { $0 }
-        storage = decoded.count == chunks.count ? .decoded(decoded) : .encoded(result, Locked(chunks))
+        if decoded.count == chunks.count {
+            decodedChunks = decoded
+            kept = nil
+        } else {
+            decodedChunks = []
+            kept = (result, Locked(chunks))
+        }
     }
 
     /// The primary key of row `index`.
@@ -71,16 +75,15 @@ final class EncodedRows: Sendable {
         let chunk = index / SnapshotDecoder.chunkRows
         let start = chunk * SnapshotDecoder.chunkRows
         let rows: DecodedRows?
-        switch storage {
-        case .decoded(let chunks):
-            rows = chunks[chunk]
-        case .encoded(let result, let chunks):
-            rows = chunks.withLock { chunks -> DecodedRows? in
+        if let kept {
+            rows = kept.chunks.withLock { chunks -> DecodedRows? in
                 if let rows = chunks[chunk] { return rows }
-                let rows = try? decoder.values(of: result, rows: start..<min(count, start + SnapshotDecoder.chunkRows))
+                let rows = try? decoder.values(of: kept.result, rows: start..<min(count, start + SnapshotDecoder.chunkRows))
                 chunks[chunk] = rows
                 return rows
             }
+        } else {
+            rows = decodedChunks[chunk]
         }
         return rows.map { RowSnapshot(row: index - start, of: $0, version: versions[index]) }
     }

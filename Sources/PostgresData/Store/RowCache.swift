@@ -213,7 +213,10 @@ final class RowCache: Sendable {
     /// not say the row changed: ask ``row(for:pending:oldest:)``.)
     @inline(__always)
     func isCurrent(_ reader: Reader, oldest: UInt32?) -> Bool {
-        latestEntryGeneration.load(ordering: .acquiring) <= reader.generation && reader.stamp >= oldest ?? 0
+        // The reader's fields first: read after the atomic load, they cost a retain of the
+        // reader (a million faults fire after a large asynchronous fetch).
+        let generation = reader.generation, stamp = reader.stamp
+        return latestEntryGeneration.load(ordering: .acquiring) <= generation && stamp >= oldest ?? 0
     }
 
     func row(for id: ManagedObjectID, pending: RowSnapshot, oldest: UInt32? = nil) -> FaultRow {
