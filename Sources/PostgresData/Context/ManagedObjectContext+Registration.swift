@@ -111,10 +111,10 @@ extension ManagedObjectContext {
                 registered.prefetchSlots(forKey: rows.key(at: index + Self.prefetchDistance), salt: salt)
             }
             let id = ManagedObjectID(entity: entity, primaryKey: rows.key(at: index))
-            let row = rows.snapshot(at: index)
+            var snapshot = rows.snapshot(at: index)
             // Objects are filled with decoded rows; faults leave theirs as they came.
             // (A row decoded already is taken as it is: `decoded()` would copy it.)
-            let snapshot = asFaults || !row.isEncoded ? row : row.decoded()
+            if !asFaults && snapshot.isEncoded { snapshot = snapshot.decoded() }
             let (object, isNew) = registered.object(for: id) {
                 makeRegisteredObject(id, entity: entity, snapshot: snapshot, asFaults: asFaults)
             }
@@ -159,7 +159,10 @@ extension ManagedObjectContext {
         let coordinator = persistentStoreCoordinator
         if !cached.isEmpty { coordinator.retainCachedRows(cached) }
         if !refreshed.isEmpty { coordinator.refreshCachedRows(refreshed) }
-        for (object, isAwakened) in zip(objects[start...], awakened) where isAwakened { object.awakeFromFetch() }
+        // By position: iterating the objects would retain and release each one.
+        objects.withUnsafeBufferPointer { objects in
+            for (offset, isAwakened) in awakened.enumerated() where isAwakened { objects[start + offset].awakeFromFetch() }
+        }
     }
 
     /// Registers a batch of an asynchronous fetch of faults: each new fault keeps its row,
