@@ -29,9 +29,9 @@ struct KeyRequest {
         // exclusivity check per object.
         for offset in 0..<(chosen?.count ?? inserted.endPosition) {
             let position = chosen?[offset] ?? offset
-            guard let object = inserted.object(at: position), object.objectID.isTemporaryID,
+            guard let id = inserted.objectID(at: position), id.isTemporaryID,
                   inserted.allocatedKey(at: position) == 0 else { continue }
-            let entity = object.entity
+            let entity = id.entity
             let slot: Int
             if let known = entities.firstIndex(where: { $0 === entity }) {
                 slot = known
@@ -68,8 +68,8 @@ struct KeyRequest {
         }
         var next = [Int](repeating: 0, count: counts.count)
         for (position, slot) in zip(positions, slots) {
-            guard let object = inserted.object(at: position), object.entity === counts[slot].0,
-                  object.objectID.isTemporaryID, inserted.allocatedKey(at: position) == 0 else { continue }
+            guard let id = inserted.objectID(at: position), id.entity === counts[slot].0,
+                  id.isTemporaryID, inserted.allocatedKey(at: position) == 0 else { continue }
             inserted.setAllocatedKey(keys[slot][next[slot]], at: position)
             next[slot] += 1
         }

@@ -50,6 +50,13 @@ struct ObjectSet: ExpressibleByDictionaryLiteral {
         position < list.count ? list[position] : nil
     }
 
+    /// The ID of the object at `position` (nil where one left, or past the end), read in
+    /// place: a pass over a save's inserted objects costs no retain of each.
+    func objectID(at position: Int) -> ManagedObjectID? {
+        guard position < list.count else { return nil }
+        return list.withUnsafeBufferPointer { $0[position]?.objectID }
+    }
+
     /// One past the last position (positions of removed objects included).
     var endPosition: Int { list.count }
 

@@ -5,15 +5,17 @@ import PostgresClient
 /// entity and set of changed columns, join-table changes, then one version-checked
 /// `DELETE … USING unnest(…)` per entity. Round trips do not grow with the number of objects.
 struct SavePlan: Sendable {
+    // Entity descriptions are immortal (``EntityDescription``): the rows of a plan, by the
+    // hundred thousand, refer to theirs without reference counting, as IDs do.
     struct Insert {
-        var entity: EntityDescription
+        unowned(unsafe) var entity: EntityDescription
         var key: Int64
         /// One value per property; relationships already resolved to permanent IDs.
         var values: [AttributeValue]
     }
 
     struct Update {
-        var entity: EntityDescription
+        unowned(unsafe) var entity: EntityDescription
         var key: Int64
         var version: UInt32
         var values: [AttributeValue]
@@ -22,7 +24,7 @@ struct SavePlan: Sendable {
     }
 
     struct Delete {
-        var entity: EntityDescription
+        unowned(unsafe) var entity: EntityDescription
         var key: Int64
         var version: UInt32
     }
