@@ -13,6 +13,8 @@ struct LettersOnly: Error, CustomStringConvertible {
     @Attribute(minValue: 0) var balance: Int = 0
     var note: String?
     @Attribute(validation: "SELF BEGINSWITH 'L' AND SELF != 'LX'") var label: String = "L0"
+    /// No rule but its type's range.
+    var tally: Int16 = 0
 
     /// Core Data's validate<Key>: found by @Entity, run with the model's rules.
     func validateCode(_ value: inout String) throws {
@@ -100,6 +102,24 @@ struct LettersOnly: Error, CustomStringConvertible {
             try await context.save()
         }
         #expect(try await container.rawStrings("SELECT code FROM ledger ORDER BY code") == ["fine", "ok"])
+    }
+
+    /// An attribute with no rule of its own still holds only what its type stores: an integer
+    /// out of an `Int16`'s range, set by key, fails the save rather than being truncated on its
+    /// way to the database.
+    @Test func aSaveRefusesAnIntegerOutOfItsAttributesRange() async throws {
+        let (container, context) = try await store()
+        try await context.perform {
+            let ledger = Ledger(context: context)
+            ledger.code = "ok"
+            try ledger.setPrimitiveValue(.integer(40_000), forKey: "tally")
+            let failures = try await failuresOfSaving(context)
+            #expect(failures.map(\.key) == ["tally"])
+            #expect(failures.first?.reason == "is 40000, out of the range of integer16")
+            ledger.tally = -7
+            try await context.save()
+        }
+        #expect(try await container.rawIntegers("SELECT tally FROM ledger") == [-7])
     }
 
     @Test func aValidationPredicateIsANamedCheckConstraintOfItsColumn() throws {

@@ -117,6 +117,11 @@ public final class EntityDescription: @unchecked Sendable, Hashable, CustomStrin
         self.attributeRules = properties.enumerated().compactMap { index, property in
             property.attribute.map { (index, AttributeRule($0)) }
         }
+        self.plainAttributeChecks = attributeRules.compactMap { index, rule in
+            rule.checksOnlyNil && rule.predicates.isEmpty
+                ? PlainAttributeCheck(index: index, type: rule.attribute.attributeType, isOptional: rule.attribute.isOptional) : nil
+        }
+        self.otherAttributeRules = attributeRules.filter { !$0.rule.checksOnlyNil || !$0.rule.predicates.isEmpty }
         Self.created.withLock { $0.append(self) }
     }
 
@@ -177,6 +182,11 @@ public final class EntityDescription: @unchecked Sendable, Hashable, CustomStrin
     @exclusivity(unchecked) private(set) var relationshipIndices: [Int]
     /// The attributes with the rules a value must follow, by property index.
     let attributeRules: [(index: Int, rule: AttributeRule)]
+    /// The attributes whose values need only their type, range and optionality checked (no
+    /// bounds, length, pattern or predicate): checked together first, without a message.
+    let plainAttributeChecks: [PlainAttributeCheck]
+    /// The rules of the other attributes, which ``plainAttributeChecks`` leaves to them.
+    let otherAttributeRules: [(index: Int, rule: AttributeRule)]
     /// True when some property is a to-one relationship stored as a foreign key.
     @exclusivity(unchecked) private(set) var hasForeignKeys = false
 
@@ -384,8 +394,25 @@ final class AttributeRule: Sendable {
     }
 
     func violations(of value: AttributeValue) -> [String] {
-        if checksOnlyNil && !value.isNull && value.fits(attribute.attributeType) { return [] }
+        if checksOnlyNil && !value.isNull && value.fits(attribute.attributeType) && value.isInRange(of: attribute.attributeType) {
+            return []
+        }
         return attribute.violations(of: value)
+    }
+}
+
+/// What an attribute without bounds, length, pattern or predicate asks of a value: its
+/// type, a range that fits, and a value unless optional. Trivial to copy: a save validates
+/// every value of every inserted object, and a failure is then described by the attribute's
+/// ``AttributeRule``.
+struct PlainAttributeCheck {
+    let index: Int
+    let type: AttributeType
+    let isOptional: Bool
+
+    @inline(__always)
+    func passes(_ value: AttributeValue) -> Bool {
+        value.isNull ? isOptional : value.fits(type) && value.isInRange(of: type)
     }
 }
 

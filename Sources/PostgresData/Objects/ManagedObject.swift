@@ -514,7 +514,12 @@ open class ManagedObject: Hashable, CustomStringConvertible {
         var failures: [ValidationFailure] = []
         let values = self.values
         let entity = self.entity
-        for (index, rule) in entity.attributeRules {
+        // The usual object passes every plain check: only the other rules are asked then, and
+        // every rule is when one fails (to describe it, in the attributes' order).
+        let passesPlainChecks = values.array.withUnsafeBufferPointer { values in
+            entity.plainAttributeChecks.allSatisfy { $0.index < values.count && $0.passes(values[$0.index]) }
+        }
+        for (index, rule) in passesPlainChecks ? entity.otherAttributeRules : entity.attributeRules {
             var reasons = rule.violations(of: values[index])
             if reasons.isEmpty && !rule.predicates.isEmpty { reasons = predicateViolations(rule, at: index) }
             for reason in reasons {
