@@ -118,10 +118,9 @@ public final class EntityDescription: @unchecked Sendable, Hashable, CustomStrin
             property.attribute.map { (index, AttributeRule($0)) }
         }
         self.plainAttributeChecks = attributeRules.compactMap { index, rule in
-            rule.checksOnlyNil && rule.predicates.isEmpty
-                ? PlainAttributeCheck(index: index, type: rule.attribute.attributeType, isOptional: rule.attribute.isOptional) : nil
+            rule.predicates.isEmpty ? rule.plainCheck.map { (index, $0) } : nil
         }
-        self.otherAttributeRules = attributeRules.filter { !$0.rule.checksOnlyNil || !$0.rule.predicates.isEmpty }
+        self.otherAttributeRules = attributeRules.filter { $0.rule.plainCheck == nil || !$0.rule.predicates.isEmpty }
         Self.created.withLock { $0.append(self) }
     }
 
@@ -184,7 +183,7 @@ public final class EntityDescription: @unchecked Sendable, Hashable, CustomStrin
     let attributeRules: [(index: Int, rule: AttributeRule)]
     /// The attributes whose values need only their type, range and optionality checked (no
     /// bounds, length, pattern or predicate): checked together first, without a message.
-    let plainAttributeChecks: [PlainAttributeCheck]
+    let plainAttributeChecks: [(index: Int, check: PlainAttributeCheck)]
     /// The rules of the other attributes, which ``plainAttributeChecks`` leaves to them.
     let otherAttributeRules: [(index: Int, rule: AttributeRule)]
     /// True when some property is a to-one relationship stored as a foreign key.
@@ -376,16 +375,17 @@ public final class EntityDescription: @unchecked Sendable, Hashable, CustomStrin
 /// copy it for each value.
 final class AttributeRule: Sendable {
     let attribute: AttributeDescription
-    /// True when only nil needs a check (no range, length or pattern).
-    let checksOnlyNil: Bool
+    /// For an attribute without bounds, length or pattern, the check its rule comes down to.
+    let plainCheck: PlainAttributeCheck?
     /// The attribute's validation predicates, parsed once, with `SELF` read as the attribute's
     /// key (the node is nil when the format does not parse: the error says why).
     let predicates: [(format: String, node: Result<PredicateNode, PredicateSyntaxError>)]
 
     init(_ attribute: AttributeDescription) {
         self.attribute = attribute
-        checksOnlyNil = attribute.minValue == nil && attribute.maxValue == nil && attribute.minLength == nil
+        let plain = attribute.minValue == nil && attribute.maxValue == nil && attribute.minLength == nil
             && attribute.maxLength == nil && attribute.regularExpression == nil
+        plainCheck = plain ? PlainAttributeCheck(type: attribute.attributeType, isOptional: attribute.isOptional) : nil
         predicates = attribute.validationPredicates.map { format in
             (format, Result { () throws(PredicateSyntaxError) -> PredicateNode in
                 try FetchPredicate(format: format).node.readingSelf(as: attribute.name)
@@ -394,9 +394,7 @@ final class AttributeRule: Sendable {
     }
 
     func violations(of value: AttributeValue) -> [String] {
-        if checksOnlyNil && !value.isNull && value.fits(attribute.attributeType) && value.isInRange(of: attribute.attributeType) {
-            return []
-        }
+        if let plainCheck, plainCheck.passes(value) { return [] }
         return attribute.violations(of: value)
     }
 }
@@ -406,7 +404,6 @@ final class AttributeRule: Sendable {
 /// every value of every inserted object, and a failure is then described by the attribute's
 /// ``AttributeRule``.
 struct PlainAttributeCheck {
-    let index: Int
     let type: AttributeType
     let isOptional: Bool
 

@@ -517,7 +517,7 @@ open class ManagedObject: Hashable, CustomStringConvertible {
         // The usual object passes every plain check: only the other rules are asked then, and
         // every rule is when one fails (to describe it, in the attributes' order).
         let passesPlainChecks = values.array.withUnsafeBufferPointer { values in
-            entity.plainAttributeChecks.allSatisfy { $0.index < values.count && $0.passes(values[$0.index]) }
+            entity.plainAttributeChecks.allSatisfy { $0.index < values.count && $0.check.passes(values[$0.index]) }
         }
         for (index, rule) in passesPlainChecks ? entity.otherAttributeRules : entity.attributeRules {
             var reasons = rule.violations(of: values[index])
