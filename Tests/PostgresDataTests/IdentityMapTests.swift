@@ -345,6 +345,53 @@ extension IdentityMapTests {
         #expect(await retaining.perform { retaining.registeredObjects.count } == 3001)
         await coordinator.close()
     }
+
+    /// The faults of a fetch of more than 5,000 rows keep their rows to themselves, as an
+    /// asynchronous fetch's do: nothing enters the row cache; a row another context saves
+    /// meanwhile fires with the saved values, the others with theirs; and a fault saves
+    /// against the version it was fetched with.
+    @Test func faultsOfALargeFetchKeepTheirRowsAndFireWithNewerOnes() async throws {
+        let container = try await makeContainer()
+        try await container.rawExecute("""
+            INSERT INTO item (name, created_at, done, weight)
+            SELECT 'item ' || i, now() + i * interval '1 second', false, i % 1000 FROM generate_series(1, 6000) AS i
+            """)
+        let coordinator = container.persistentStoreCoordinator
+        let context = container.newBackgroundContext()
+        let kept = KeptObjects()
+        let allFaults = try await context.perform { () throws -> Bool in
+            kept.objects = try context.fetch(FetchRequest<Item>(sortDescriptors: [FetchSortDescriptor(key: "createdAt")]))
+            return kept.objects.count == 6000 && kept.objects.allSatisfy(\.isFault)
+        }
+        #expect(allFaults)
+        #expect(coordinator.cachedRowCount == 0, "the faults keep their rows to themselves")
+
+        try await container.performBackgroundTask { other in
+            var request = FetchRequest<Item>()
+            request.predicate = try FetchPredicate(format: "name == 'item 2'")
+            try other.fetch(request)[0].name = "renamed"
+            try other.save()
+        }
+        let names = await context.perform { kept.objects.compactMap { ($0 as? Item)?.name } }
+        #expect(names.count == 6000)
+        #expect(names[1] == "renamed")
+        #expect(names[0] == "item 1" && names[2] == "item 3" && names[5999] == "item 6000")
+
+        try await container.rawExecute("UPDATE item SET weight = 999 WHERE name = 'item 4'")
+        let error = await context.perform { () -> PostgresDataError? in
+            (kept.objects[3] as? Item)?.done = true
+            do { try context.save() } catch { return error as? PostgresDataError }
+            return nil
+        }
+        guard case .mergeConflict(let conflicts)? = error else {
+            Issue.record("expected a merge conflict, got \(String(describing: error))")
+            return
+        }
+        #expect(conflicts.first?.databaseValues?["weight"] == .integer(999))
+        #expect(try await container.rawIntegers("SELECT count(*) FROM item WHERE done") == [0])
+        kept.objects = []
+        await coordinator.close()
+    }
 }
 
 /// Objects carried out of a context's queue by a test, read only after the context is gone.

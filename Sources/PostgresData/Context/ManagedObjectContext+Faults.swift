@@ -74,7 +74,7 @@ extension ManagedObjectContext {
         return true
     }
 
-    /// Fills a fault of an asynchronous fetch with the row it kept, decoded during the fetch,
+    /// Fills a fault of a large or asynchronous fetch with the row it kept, decoded during the fetch,
     /// when no newer one can exist: ``rowWithoutQuery(for:)`` then ``fill(_:snapshot:)`` for
     /// their common case, without copying the row at each step (a million faults fire after
     /// a large fetch). False leaves the fault to them.
@@ -149,7 +149,7 @@ extension ManagedObjectContext {
     }
 
     /// The row a fault a fetch returned fills with, without a query: the one it kept (a fault
-    /// of an asynchronous fetch) unless the coordinator saw a newer one, or the row cache's;
+    /// of a large or asynchronous fetch) unless the coordinator saw a newer one, or the row cache's;
     /// nil when the row changed without its values being known, or was never fetched.
     func rowWithoutQuery(for fault: ManagedObject) -> RowSnapshot? {
         let coordinator = persistentStoreCoordinator
@@ -191,7 +191,7 @@ extension ManagedObjectContext {
 
     /// Gives a fault the values of `row` (decoded, if it was kept encoded); the decoded row
     /// enters the row cache, unless it is the version of the row the fault kept (a fault of
-    /// an asynchronous fetch): the object keeps it to itself, as the fault did, and a million
+    /// a large or asynchronous fetch): the object keeps it to itself, as the fault did, and a million
     /// fired faults cost no million cache entries.
     func fill(_ object: ManagedObject, snapshot row: RowSnapshot) {
         let keptOwnRow = object.pendingRow.map { $0.isEncoded && $0.version == row.version } ?? false

@@ -143,12 +143,24 @@ extension ManagedObjectContext {
                                                         excluding: pending.excludedKeys)
             activeSpan?.noteQuery(sql)
             let cachesRows = request.returnsObjectsAsFaults && !readsOutsideRowCache && missing == nil
+            // The faults of a large result keep their rows to themselves, as an asynchronous
+            // fetch's do: a million row-cache entries made, looked up as the faults fire, and
+            // removed again cost more than the fetch.
+            let keepsRows = cachesRows && !request.shouldRefreshRefetchedObjects
+            let mark = coordinator.cachedRowsMark()
             var query = try await store { access in
-                try await coordinator.querySnapshots(sql: sql, bindings: bindings, entity: entity,
-                                                     batchSize: Self.fetchStreamBatchSize, cachesRows: cachesRows, access: access)
+                try await coordinator.querySnapshots(sql: sql, bindings: bindings, entity: entity, batchSize: Self.fetchStreamBatchSize,
+                                                     cachesRows: cachesRows && !keepsRows, access: access)
+            }
+            let keptBy = keepsRows && query.rest != nil ? coordinator.beginReadingCachedRows(unchangedSince: mark) : nil
+            if keepsRows && keptBy == nil && query.total > Self.fetchStreamBatchSize {
+                coordinator.reserveCachedRows(query.total, for: entity)
             }
             var registered: [ManagedObject] = []
             func register(_ batch: SnapshotBatch) {
+                if let keptBy, let rows = EncodedRows(batch, reader: keptBy) {
+                    return registerFaults(rows, entity: entity, appendingTo: &registered)
+                }
                 self.register(batch, entity: entity, asFaults: request.returnsObjectsAsFaults && missing == nil,
                               sharesRows: request.returnsObjectsAsFaults && missing == nil,
                               refreshingChanged: request.shouldRefreshRefetchedObjects && missing == nil,

@@ -165,14 +165,20 @@ extension ManagedObjectContext {
         }
     }
 
-    /// Registers a batch of an asynchronous fetch of faults: each new fault keeps its row,
-    /// still encoded, to itself (``ManagedObject/pendingRow``), and the row cache is not
-    /// touched — a million faults cost a million objects and identity-map entries, nothing
-    /// more. A registered fault takes the newer row; objects holding values keep them (and
-    /// their unsaved changes).
+    /// Registers a batch of a large fetch of faults (an asynchronous one, or an ordinary one
+    /// of more than ``fetchStreamBatchSize`` rows): each new fault keeps its row to itself
+    /// (``ManagedObject/pendingRow``), and the row cache is not touched — a million faults
+    /// cost a million objects and identity-map entries, nothing more. A registered fault
+    /// takes the newer row; objects holding values keep them (and their unsaved changes).
     func registerFaults(_ rows: EncodedRows, entity: EntityDescription) -> [ManagedObject] {
         var objects: [ManagedObject] = []
-        objects.reserveCapacity(rows.count)
+        registerFaults(rows, entity: entity, appendingTo: &objects)
+        return objects
+    }
+
+    /// ``registerFaults(_:entity:)``, appending the objects to `objects`.
+    func registerFaults(_ rows: EncodedRows, entity: EntityDescription, appendingTo objects: inout [ManagedObject]) {
+        if objects.capacity < objects.count + rows.count { objects.reserveCapacity(max(objects.count + rows.count, 2 * objects.capacity)) }
         registered.reserve(rows.count)
         var released: [ManagedObjectID] = []
         let salt = ManagedObjectID.permanentSalt(of: entity)
@@ -198,7 +204,6 @@ extension ManagedObjectContext {
             }
         }
         if !released.isEmpty { persistentStoreCoordinator.releaseCachedRows(released) }
-        return objects
     }
 
     /// How many rows ahead registration loads the identity map's slots for a row's key.

@@ -313,14 +313,14 @@ open class ManagedObject: Hashable, CustomStringConvertible {
         set { rowStorage = newValue }
     }
 
-    /// The row a fault of an asynchronous fetch was fetched with, still encoded; it fills the
-    /// fault unless the coordinator saw a newer one since (``RowCache/row(for:pending:)``).
+    /// The row a fault of a large or asynchronous fetch was fetched with (``EncodedRows``); it
+    /// fills the fault unless the coordinator saw a newer one since (``RowCache/row(for:pending:)``).
     var pendingRow: RowSnapshot? {
         get { isFaultStorage ? rowStorage : nil }
         set { rowStorage = newValue }
     }
 
-    /// Fills a fault of an asynchronous fetch with the row it kept, decoded, when `isCurrent`
+    /// Fills a fault of a large or asynchronous fetch with the row it kept, decoded, when `isCurrent`
     /// accepts the fetch's reader (``RowSnapshot/decodedKeptRow(if:)``); false leaves the
     /// fault as it was. The kept row is moved out rather than copied: a million faults fire
     /// after a large fetch, and each copy is a retain and a release.

@@ -1,8 +1,9 @@
 import PostgresClient
 
-/// The rows of one batch of an asynchronous fetch of faults (``RowSnapshot``), as the batch
-/// came: the keys and versions, and the values decoded off the context while the server runs
-/// the next `FETCH`, so that the faults fire later without decoding anything on the context's
+/// The rows of one batch of a large fetch of faults (``RowSnapshot``), as the batch came: the
+/// keys and versions, and the values decoded off the context (while the server runs the next
+/// `FETCH` of an asynchronous fetch, or while the context registers the previous batch of an
+/// ordinary one), so that the faults fire later without decoding anything on the context's
 /// thread. Shared by the snapshots of its rows. The name is from when the rows
 /// stayed encoded until a fault fired: a result whose chunk of rows does not decode still
 /// keeps it encoded, and decodes it again when one of its faults fires.
@@ -11,7 +12,6 @@ import PostgresClient
 /// (``SnapshotDecoder/decodesWithoutFailure``): a row decoded late, when a fault fires, has
 /// no caller to report an error to.
 final class EncodedRows: Sendable {
-    private let decoder: SnapshotDecoder
     /// The fetch the rows came in: while it lives, the row cache keeps the rows that change.
     let reader: RowCache.Reader
     /// The rows' primary keys and versions, in the result's order.
@@ -25,14 +25,13 @@ final class EncodedRows: Sendable {
     private let decodedChunks: [DecodedRows]
     /// When a chunk did not decode, the result, kept: each chunk is decoded (again) the first
     /// time one of its rows is asked for.
-    private let kept: (result: QueryResult, chunks: Locked<[DecodedRows?]>)?
+    private let kept: (result: QueryResult, decoder: SnapshotDecoder, chunks: Locked<[DecodedRows?]>)?
 
     /// Reads the keys and versions of `result` and decodes its values, off the context (an
     /// asynchronous fetch decodes a batch while the server runs the next `FETCH`), in one
     /// pass over the rows; nil when a column could fail to decode.
     init?(_ result: QueryResult, decoder: SnapshotDecoder, reader: RowCache.Reader) throws {
         guard decoder.decodesWithoutFailure else { return nil }
-        self.decoder = decoder
         self.reader = reader
         var chunks: [DecodedRows?] = []
         chunks.reserveCapacity((result.count + SnapshotDecoder.chunkRows - 1) / SnapshotDecoder.chunkRows)
@@ -54,8 +53,19 @@ final class EncodedRows: Sendable {
             kept = nil
         } else {
             decodedChunks = []
-            kept = (result, Locked(chunks))
+            kept = (result, decoder, Locked(chunks))
         }
+    }
+
+    /// The rows of a batch an ordinary fetch decoded in chunks (``SnapshotDecoder/batch(of:rows:)``),
+    /// for its faults to keep; nil for rows decoded one by one.
+    init?(_ batch: SnapshotBatch, reader: RowCache.Reader) {
+        guard let (keys, versions, chunks) = batch.chunked else { return nil }
+        self.reader = reader
+        self.keys = keys
+        self.versions = versions
+        decodedChunks = chunks
+        kept = nil
     }
 
     /// The primary key of row `index`.
@@ -78,7 +88,7 @@ final class EncodedRows: Sendable {
         if let kept {
             rows = kept.chunks.withLock { chunks -> DecodedRows? in
                 if let rows = chunks[chunk] { return rows }
-                let rows = try? decoder.values(of: kept.result, rows: start..<min(count, start + SnapshotDecoder.chunkRows))
+                let rows = try? kept.decoder.values(of: kept.result, rows: start..<min(count, start + SnapshotDecoder.chunkRows))
                 chunks[chunk] = rows
                 return rows
             }
@@ -91,6 +101,6 @@ final class EncodedRows: Sendable {
     /// The values of row `index`; NULLs when it does not decode (only faults read these rows,
     /// through ``decodedSnapshot(at:)``, which tells).
     func values(at index: Int) -> PropertyValues {
-        decodedSnapshot(at: index)?.values ?? PropertyValues([AttributeValue](repeating: .null, count: decoder.propertyCount))
+        decodedSnapshot(at: index)?.values ?? PropertyValues([AttributeValue](repeating: .null, count: kept?.decoder.propertyCount ?? 0))
     }
 }

@@ -361,6 +361,14 @@ extension PersistentStoreCoordinator {
     /// Starts a reader whose faults keep their rows to themselves (see ``RowCache/beginReading()``).
     func beginReadingCachedRows() -> RowCache.Reader { rowCache.beginReading() }
 
+    /// Where the row cache stands before a fetch's query (see ``RowCache/mark()``).
+    func cachedRowsMark() -> RowCache.Mark { rowCache.mark() }
+
+    /// A reader begun after the query, as if before it (see ``RowCache/beginReading(unchangedSince:)``).
+    func beginReadingCachedRows(unchangedSince mark: RowCache.Mark) -> RowCache.Reader? {
+        rowCache.beginReading(unchangedSince: mark)
+    }
+
     /// Rows in the cache now (for tests and monitoring).
     var cachedRowCount: Int { rowCache.count }
 

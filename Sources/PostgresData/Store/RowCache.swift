@@ -10,9 +10,10 @@ import Synchronization
 /// million rows then costs a million integer-keyed inserts, with no reference counting
 /// of keys.
 ///
-/// Faults of an asynchronous fetch do not enter it: each keeps its row, still encoded, to
-/// itself (``ManagedObject/pendingRow``), and keeps it to itself once filled, which spares a
-/// million inserts (and a million removals when the context lets go of them). For them the cache
+/// Faults of an asynchronous fetch, or of an ordinary fetch of more than 5,000 rows, do not
+/// enter it: each keeps its row to itself (``ManagedObject/pendingRow``), and keeps it to
+/// itself once filled, which spares a million inserts (and a million removals when the
+/// context lets go of them). For them the cache
 /// remembers what changed while their fetch lives (a ``Reader``): a row saved, merged or
 /// found changed since the fetch began is kept, even when no context holds it any more, so
 /// that such a fault fires with the newer row, as it would from the cache
@@ -135,10 +136,10 @@ final class RowCache: Sendable {
         let stamp: UInt32
         private let cache: RowCache
 
-        fileprivate init(cache: RowCache, generation: UInt64) {
+        fileprivate init(cache: RowCache, generation: UInt64, stamp: UInt32? = nil) {
             self.cache = cache
             self.generation = generation
-            self.stamp = cache.stamp()
+            self.stamp = stamp ?? cache.stamp()
         }
 
         deinit { cache.endReading(generation) }
@@ -174,6 +175,30 @@ final class RowCache: Sendable {
             let generation = state.next()
             state.readers.append(generation)
             return Reader(cache: self, generation: generation)
+        }
+    }
+
+    /// Where the cache stands before a fetch's query is sent, for a reader begun once its
+    /// result is known to be large (``beginReading(unchangedSince:)``): most fetches are small,
+    /// and a reader per fetch would make every save keep its rows for it.
+    struct Mark: Sendable {
+        fileprivate let generation: UInt64
+        fileprivate let stamp: UInt32
+    }
+
+    func mark() -> Mark {
+        Mark(generation: latestEntryGeneration.load(ordering: .acquiring), stamp: stamp())
+    }
+
+    /// A reader for rows a query sent after `mark` read, as if begun before it; nil when an
+    /// entry changed since the mark (such a row may be newer than the query's: the fetch's
+    /// rows then go through the cache, which keeps the newer version).
+    func beginReading(unchangedSince mark: Mark) -> Reader? {
+        state.withLock { state in
+            guard latestEntryGeneration.load(ordering: .acquiring) <= mark.generation else { return nil }
+            let generation = state.next()
+            state.readers.append(generation)
+            return Reader(cache: self, generation: generation, stamp: mark.stamp)
         }
     }
 

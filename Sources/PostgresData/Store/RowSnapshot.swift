@@ -4,7 +4,7 @@
 /// row of ``DecodedRows`` (its values in columns shared with a few hundred other rows); a
 /// saved one has an array of its own.
 ///
-/// A row fetched for a fault of an asynchronous fetch is a row of its batch (``EncodedRows``,
+/// A row fetched for a fault of a large or asynchronous fetch is a row of its batch (``EncodedRows``,
 /// decoded off the context as the batch arrived), until the fault fires and takes the
 /// decoded row (after checking that the row cache holds no newer one). Objects always hold
 /// decoded snapshots (``decoded()``).
@@ -76,7 +76,7 @@ struct RowSnapshot: Sendable {
     }
 
     /// For a row kept encoded, the generation of the fetch it came in (``RowCache/Reader``).
-    /// The reader an asynchronous fetch's fault kept its row under.
+    /// The reader a large or asynchronous fetch's fault kept its row under.
     var reader: RowCache.Reader? {
         if case .encoded(let rows) = storage { rows.reader } else { nil }
     }

@@ -57,6 +57,12 @@ struct SnapshotBatch: FetchedRows, Sendable {
         }
     }
 
+    /// The keys, versions and chunks of values of a batch decoded in chunks; nil for rows
+    /// decoded one by one.
+    var chunked: (keys: [Int64], versions: [UInt32], chunks: [DecodedRows])? {
+        if case .chunked(let keys, let versions, let chunks) = storage { (keys, versions, chunks) } else { nil }
+    }
+
     /// Every row with its key and snapshot (rows decoded one by one: the array they came in).
     var rows: [(Int64, RowSnapshot)] {
         switch storage {
