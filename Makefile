@@ -32,12 +32,13 @@ build:
 # Checks the DocC catalogue's links against the symbols (docc from the toolchain; a separate
 # build directory, since symbol graphs change the compiler flags).
 # The benchmark (PostgresData against raw libpq), compared with the last run recorded under
-# benchmarks/; `make bench BENCH_ARGS="--record benchmarks"` records this one.
+# benchmarks/ on this machine (else the last of all, with a note);
+# `make bench BENCH_ARGS="--record benchmarks"` records this one.
 bench:
 	@scripts/bootstrap.sh
 	swift build -c release --product postgres-data-bench
 	.build/release/postgres-data-bench --commit "$$(git rev-parse --short HEAD 2>/dev/null || echo unknown)" \
-		--json .build/bench-latest.json --compare "$$(ls benchmarks/*.json 2>/dev/null | sort | tail -1)" $(BENCH_ARGS)
+		--json .build/bench-latest.json --compare benchmarks $(BENCH_ARGS)
 
 docs:
 	swift build --scratch-path .build-docs --target PostgresMigrations \

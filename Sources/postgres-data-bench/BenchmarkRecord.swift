@@ -52,11 +52,34 @@ struct BenchmarkRecord: Codable {
         return BenchmarkRecord(date: "?", commit: "?", machine: "?", postgres: "?", rows: 0, runs: 0, results: rows)
     }
 
+    /// The run to compare with: the record at `path`, or, for a folder of records, the newest
+    /// one made on `machine` (ratios move with the machine: a faster CPU speeds the raw loops
+    /// more than an object graph bound by memory latency), else the newest of all; nil when
+    /// there is none. `excluding` names the record this run just wrote.
+    static func baseline(at path: String, for machine: String, excluding: String) throws -> (path: String, record: BenchmarkRecord)? {
+        var isFolder: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isFolder) else { return nil }
+        guard isFolder.boolValue else { return (path, try read(path)) }
+        let names = try FileManager.default.contentsOfDirectory(atPath: path)
+            .filter { $0.hasSuffix(".json") && $0 != excluding }.sorted(by: >)
+        var newest: (path: String, record: BenchmarkRecord)?
+        for name in names {
+            let candidate = "\(path)/\(name)"
+            guard let record = try? read(candidate) else { continue }
+            if record.machine == machine { return (candidate, record) }
+            if newest == nil { newest = (candidate, record) }
+        }
+        return newest
+    }
+
     /// Each workload of this run next to the same workload of `baseline`, flagging a ratio
     /// (of time, and of memory growth where both runs measured it) more than 10 % worse;
     /// returns the number of regressions.
     func compare(with baseline: BenchmarkRecord, label: String) -> Int {
         print("\ncompared with \(label) (commit \(baseline.commit), \(baseline.date)): ratio then → now")
+        if baseline.machine != machine {
+            print("note: that run was made on another machine (\(baseline.machine)); ratios move with the machine, so a change here may be the machine's")
+        }
         var regressions = 0
         for row in results {
             guard let old = baseline.results.first(where: { $0.workload == row.workload }) else { continue }

@@ -271,7 +271,7 @@ let record = BenchmarkRecord(date: dayFormatter.string(from: Date()), commit: co
 let encoder = JSONEncoder()
 encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
 // Named by the UTC instant, then the commit: names sort in the order runs were recorded,
-// several a day included (`make bench` compares with the last).
+// several a day included (`make bench` compares with the last one of this machine).
 let instantFormatter = ISO8601DateFormatter()
 instantFormatter.formatOptions = [.withFullDate, .withFullTime]
 let recordName = instantFormatter.string(from: Date()).replacingOccurrences(of: ":", with: "") + "-\(commit).json"
@@ -279,7 +279,7 @@ for path in [jsonPath, recordFolder.map { "\($0)/\(recordName)" }].compactMap({ 
     try encoder.encode(record).write(to: URL(fileURLWithPath: path))
     print("\nwrote \(path)")
 }
-if let comparePath, FileManager.default.fileExists(atPath: comparePath) {
-    _ = record.compare(with: try BenchmarkRecord.read(comparePath), label: comparePath)
+if let comparePath, let baseline = try BenchmarkRecord.baseline(at: comparePath, for: record.machine, excluding: recordName) {
+    _ = record.compare(with: baseline.record, label: baseline.path)
 }
 await connection.close()
