@@ -313,6 +313,18 @@ import Testing
         #expect(FetchedDictionary([:]).isEmpty && row.dictionary == ["name": .string("a"), "weight": .integer(3)])
     }
 
+    /// A few keys are found by comparison, many through a table: both find every key, and
+    /// neither a NULL value nor a key not fetched.
+    @Test func fetchedDictionariesFindKeysHoweverManyThereAre() {
+        for count in [1, 8, 9, 40] {
+            var entries = Dictionary(uniqueKeysWithValues: (0..<count).map { ("key \($0)", AttributeValue.integer(Int64($0))) })
+            entries["absent"] = .null
+            let row = FetchedDictionary(entries)
+            #expect((0..<count).allSatisfy { row["key \($0)"] == .integer(Int64($0)) }, "\(count) keys")
+            #expect(row["absent"] == nil && row["key \(count)"] == nil && row["Key 0"] == nil && row.count == count)
+        }
+    }
+
     @Test func prefetchingCostsOneQueryPerRelationship() async throws {
         let container = try await makeContainer()
         try await container.performBackgroundTask { context in

@@ -24,13 +24,26 @@ public struct FetchedDictionary: Sendable, Hashable, Collection, ExpressibleByDi
     final class Rows: Sendable {
         let keys: [String]
         let values: [AttributeValue]
-        /// Each key's position in a row.
-        let positions: [String: Int]
+        /// Each key's position in a row, when there are many keys; a few are compared in turn
+        /// instead, which costs less than hashing the key asked for (a million rows read key
+        /// by key hashed four million strings).
+        private let positions: [String: Int]?
+
+        /// Up to this many keys are found by comparison.
+        private static let comparedKeys = 8
 
         init(keys: [String], values: [AttributeValue]) {
             self.keys = keys
             self.values = values
-            positions = Dictionary(keys.enumerated().map { ($0.element, $0.offset) }, uniquingKeysWith: { first, _ in first })
+            positions = keys.count <= Self.comparedKeys ? nil
+                : Dictionary(keys.enumerated().map { ($0.element, $0.offset) }, uniquingKeysWith: { first, _ in first })
+        }
+
+        /// The position of `key` in a row (its first, if fetched twice).
+        @inline(__always)
+        func position(of key: String) -> Int? {
+            if let positions { return positions[key] }
+            return keys.firstIndex(of: key)
         }
 
         /// The results, one per row of `values`.
@@ -64,7 +77,7 @@ public struct FetchedDictionary: Sendable, Hashable, Collection, ExpressibleByDi
 
     /// The value of `key`, or nil when the value is NULL or the key was not fetched.
     public subscript(key: String) -> AttributeValue? {
-        guard let position = rows.positions[key] else { return nil }
+        guard let position = rows.position(of: key) else { return nil }
         let value = rows.values[start + position]
         return value.isNull ? nil : value
     }
