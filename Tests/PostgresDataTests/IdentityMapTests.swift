@@ -22,6 +22,36 @@ import Testing
         }
     }
 
+    /// Removing many objects at once (a batch walk letting go of its batch) empties their
+    /// slots and places the rest again; removing a few closes each hole. Either way the objects
+    /// refused, and those another object of the same ID stands for, stay, an object listed
+    /// twice leaves once, and every object left is found by its ID.
+    @Test func manyObjectsLeaveTheMapAtOnceAndTheRestAreFound() throws {
+        let entity = try #require(testModel.entitiesByName["Item"])
+        for (total, leaving) in [(3_000, 2_500), (3_000, 40)] {
+            let map = IdentityMap()
+            let objects = (0..<total).map { key -> ManagedObject in
+                let object = ManagedObject.makeFault(of: entity)
+                object.objectID = ManagedObjectID(entity: entity, primaryKey: Int64(key + 1))
+                return object
+            }
+            for object in objects { map.insert(object) }
+            let stranger = ManagedObject.makeFault(of: entity)
+            stranger.objectID = objects[1].objectID
+            var removed = 0
+            // The stranger has the ID of an object that leaves; the first object is listed twice.
+            map.remove(Array(objects.prefix(leaving)) + [stranger, objects[0]], where: { $0.objectID.primaryKey != 5 }) { _ in removed += 1 }
+            #expect(removed == leaving - 1, "\(leaving) of \(total)")
+            #expect(map.count == total - leaving + 1)
+            for (index, object) in objects.enumerated() {
+                let stays = index >= leaving || index == 4
+                let found = map.remove(object.objectID)
+                #expect((found === object) == stays, "key \(index + 1), \(leaving) of \(total)")
+            }
+            #expect(map.count == 0)
+        }
+    }
+
     /// A context's change sets against an ordered model, through a seeded run of additions,
     /// replacements and removals (enough removals to close the holes several times): every
     /// object is found by identity, and the objects list in the order they joined.

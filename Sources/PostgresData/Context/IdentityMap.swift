@@ -124,11 +124,50 @@ final class IdentityMap {
     @discardableResult
     func remove(_ object: ManagedObject) -> Bool {
         place()
-        guard placed > 0, let slots else { return false }
-        let (index, _, found) = probe(object.objectID, in: slots)
-        guard found, Self.unmanaged(slots[index]).toOpaque() == Unmanaged.passUnretained(object).toOpaque() else { return false }
+        guard placed > 0, let slots, let index = slot(of: object, in: slots) else { return false }
         removeSlot(at: index, of: slots)
         return true
+    }
+
+    /// The slot of `object`, if it is the object registered with its ID.
+    private func slot(of object: ManagedObject, in slots: UnsafeMutablePointer<UInt>) -> Int? {
+        let (index, _, found) = probe(object.objectID, in: slots)
+        guard found, Self.unmanaged(slots[index]).toOpaque() == Unmanaged.passUnretained(object).toOpaque() else { return nil }
+        return index
+    }
+
+    /// Removes each of `objects` that `removable` accepts and that is the object registered
+    /// with its ID, calling `removed` with it (which must not change the map).
+    ///
+    /// Closing each hole at once walks the rest of its run of slots, loading every object
+    /// there (keys come in runs, and so do their slots): when the objects are half the map or
+    /// more (a batch walk letting go of its batch), every slot is found first, emptied, and
+    /// what stays placed again in one pass.
+    func remove(_ objects: [ManagedObject], where removable: (ManagedObject) -> Bool, _ removed: (ManagedObject) -> Void) {
+        place()
+        guard placed > 0, let slots else { return }
+        guard objects.count * 2 >= placed else {
+            for object in objects where removable(object) && remove(object) { removed(object) }
+            return
+        }
+        var emptied: [Int] = []
+        emptied.reserveCapacity(objects.count)
+        for object in objects where removable(object) {
+            // A slot found is marked (and emptied after the loop, so that no probe stops
+            // short): an object listed twice leaves once.
+            guard let index = slot(of: object, in: slots), slots[index] & Self.leaving == 0 else { continue }
+            slots[index] |= Self.leaving
+            emptied.append(index)
+            removed(object)
+        }
+        guard !emptied.isEmpty else { return }
+        // The callers still hold the objects: releasing the map's references frees none here.
+        for index in emptied {
+            Self.unmanaged(slots[index]).release()
+            slots[index] = 0
+        }
+        placed -= emptied.count
+        rebuild(size: mask + 1)
     }
 
     @discardableResult
@@ -425,9 +464,13 @@ final class IdentityMap {
         UInt(bitPattern: Unmanaged.passRetained(object).toOpaque()) | tag
     }
 
+    /// The bit of a slot that ``remove(_:where:_:)`` marks a leaving object's slot with, free
+    /// as the tag's are (objects are 16-byte aligned).
+    private static let leaving: UInt = 8
+
     @inline(__always)
     private static func unmanaged(_ slot: UInt) -> Unmanaged<ManagedObject> {
-        Unmanaged.fromOpaque(UnsafeRawPointer(bitPattern: slot & ~7).unsafelyUnwrapped)
+        Unmanaged.fromOpaque(UnsafeRawPointer(bitPattern: slot & ~15).unsafelyUnwrapped)
     }
 }
 

@@ -119,7 +119,7 @@ extension ManagedObjectContext {
     /// controller keeps only the objects it shows.
     func unregister(_ objects: [ManagedObject]) {
         var released: [ManagedObjectID] = []
-        for object in objects where !object.hasChanges && registered.remove(object) {
+        registered.remove(objects, where: { !$0.hasChanges }) { object in
             if object.holdsCacheReference {
                 object.holdsCacheReference = false
                 released.append(object.objectID)
