@@ -376,6 +376,23 @@ extension IdentityMapTests {
         await coordinator.close()
     }
 
+    /// A large fetch's reader begins after its query, as if before it: only when no row of the
+    /// cache changed since the mark taken before the query (another reader beginning changes
+    /// none); otherwise the fetch's rows go through the cache.
+    @Test func aReaderBegunAfterItsQueryNeedsTheCacheUnchangedSinceTheMark() throws {
+        let entity = try #require(testModel.entitiesByName["Item"])
+        let cache = RowCache()
+        let mark = cache.mark()
+        let other = cache.beginReading()
+        let reader = try #require(cache.beginReading(unchangedSince: mark))
+        #expect(reader.generation > other.generation && cache.isCurrent(reader, oldest: nil))
+        let id = ManagedObjectID(entity: entity, primaryKey: 7)
+        cache.update([(id, RowSnapshot(values: entity.defaultValues, version: 2))])
+        #expect(!cache.isCurrent(reader, oldest: nil), "a change after the reader began")
+        #expect(cache.beginReading(unchangedSince: mark) == nil, "a change since the mark")
+        #expect(cache.beginReading(unchangedSince: cache.mark()) != nil)
+    }
+
     /// The faults of a fetch of more than 5,000 rows keep their rows to themselves, as an
     /// asynchronous fetch's do: nothing enters the row cache; a row another context saves
     /// meanwhile fires with the saved values, the others with theirs; and a fault saves

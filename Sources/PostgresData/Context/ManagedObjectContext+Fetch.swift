@@ -152,9 +152,12 @@ extension ManagedObjectContext {
                 try await coordinator.querySnapshots(sql: sql, bindings: bindings, entity: entity, batchSize: Self.fetchStreamBatchSize,
                                                      cachesRows: cachesRows && !keepsRows, access: access)
             }
-            let keptBy = keepsRows && query.rest != nil ? coordinator.beginReadingCachedRows(unchangedSince: mark) : nil
-            if keepsRows && keptBy == nil && query.total > Self.fetchStreamBatchSize {
-                coordinator.reserveCachedRows(query.total, for: entity)
+            var keptBy: RowCache.Reader?
+            if keepsRows && query.rest != nil {
+                keptBy = coordinator.beginReadingCachedRows(unchangedSince: mark)
+                // The cache changed since the query began: the rows go through it, as a smaller
+                // result's do, and it is sized for them first.
+                if keptBy == nil { coordinator.reserveCachedRows(query.total, for: entity) }
             }
             var registered: [ManagedObject] = []
             func register(_ batch: SnapshotBatch) {

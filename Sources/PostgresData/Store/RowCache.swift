@@ -136,10 +136,10 @@ final class RowCache: Sendable {
         let stamp: UInt32
         private let cache: RowCache
 
-        fileprivate init(cache: RowCache, generation: UInt64, stamp: UInt32? = nil) {
+        fileprivate init(cache: RowCache, generation: UInt64, stamp: UInt32) {
             self.cache = cache
             self.generation = generation
-            self.stamp = stamp ?? cache.stamp()
+            self.stamp = stamp
         }
 
         deinit { cache.endReading(generation) }
@@ -171,11 +171,14 @@ final class RowCache: Sendable {
     /// Starts a reader; take it before the fetch's query is sent, so that every change the
     /// query's snapshot may miss comes after its generation.
     func beginReading() -> Reader {
-        state.withLock { state in
-            let generation = state.next()
-            state.readers.append(generation)
-            return Reader(cache: self, generation: generation)
-        }
+        state.withLock { state in startReader(in: &state, stamp: stamp()) }
+    }
+
+    /// A reader at the next generation; call it holding the lock.
+    private func startReader(in state: inout State, stamp: UInt32) -> Reader {
+        let generation = state.next()
+        state.readers.append(generation)
+        return Reader(cache: self, generation: generation, stamp: stamp)
     }
 
     /// Where the cache stands before a fetch's query is sent, for a reader begun once its
@@ -196,9 +199,7 @@ final class RowCache: Sendable {
     func beginReading(unchangedSince mark: Mark) -> Reader? {
         state.withLock { state in
             guard latestEntryGeneration.load(ordering: .acquiring) <= mark.generation else { return nil }
-            let generation = state.next()
-            state.readers.append(generation)
-            return Reader(cache: self, generation: generation, stamp: mark.stamp)
+            return startReader(in: &state, stamp: mark.stamp)
         }
     }
 
