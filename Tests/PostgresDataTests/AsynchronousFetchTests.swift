@@ -199,6 +199,41 @@ import Testing
         }
     }
 
+    /// The identity map takes the planner's estimate at the first batch (up to 128 times the
+    /// rows seen) and is not rebuilt as the other batches come; a far higher estimate is
+    /// not believed beyond that.
+    @Test func theIdentityMapIsSizedOnceForTheEstimate() async throws {
+        let container = try await makeContainer()
+        try await seed(container, count: 12_000)
+        try await container.rawExecute("ANALYZE item")
+        let context = container.newBackgroundContext()
+        var request = FetchRequest<Item>(sortDescriptors: [FetchSortDescriptor(key: "createdAt")])
+        request.fetchBatchSize = 100
+        var asynchronous = AsynchronousFetchRequest(fetchRequest: request)
+        let capacities = Locked<[Int]>([])
+        asynchronous.progressHandler = { update in
+            if !update.isFinished { capacities.withLock { $0.append(context.registered.capacity) } }
+        }
+        let started = asynchronous
+        let result = try await context.perform { () throws in try context.execute(started) }
+        try await result.wait()
+        let seen = capacities.withLock { $0 }
+        let count = await context.perform { result.finalResult?.count }
+        #expect(count == 12_000 && seen.count == 120)
+        // One table from the first batch to the last, for all the rows (the estimate of a
+        // table just analyzed is its size).
+        #expect(seen.allSatisfy { $0 == seen.first } && (seen.first ?? 0) >= 12_000, "\(Set(seen).sorted())")
+
+        // An estimate of a million rows when the first batch brought 50: 128 times the 50.
+        let fresh = container.newBackgroundContext()
+        let held = try await fresh.perform { () throws in
+            let fetch = try CursorFetch(FetchRequest<Item>(), in: fresh)
+            fetch.reserve(for: .keys(Array(1...50)), seen: 0, estimate: 1_000_000, in: fresh)
+            return fresh.registered.capacity
+        }
+        #expect(held >= 128 * 50 && held < 100_000, "\(held)")
+    }
+
     @Test func cancelAfterTheThirdBatchDeliversNoResultAndLeavesTheConnectionHealthy() async throws {
         let container = try await makeContainer()
         try await seed(container, count: 100_000)
