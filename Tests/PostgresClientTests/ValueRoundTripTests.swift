@@ -45,6 +45,17 @@ struct ValueRoundTripTests {
         for value in [Int.min, 0, .max] { try await check(value, as: "bigint", literal: "\(value)") }
     }
 
+    /// No server: the bytes of each width, negative numbers in two's complement.
+    @Test func integersAreWrittenMostSignificantByteFirst() {
+        var buffer = PostgresBuffer()
+        buffer.writeInteger(Int8(-2))
+        buffer.writeInteger(UInt16(0x0102))
+        buffer.writeInteger(Int32(-2))
+        buffer.writeInteger(Int64(0x0102_0304_0506_0708))
+        buffer.writeInteger(Int64.min)
+        #expect(buffer.bytes == [0xFE, 0x01, 0x02, 0xFF, 0xFF, 0xFF, 0xFE, 1, 2, 3, 4, 5, 6, 7, 8, 0x80, 0, 0, 0, 0, 0, 0, 0])
+    }
+
     @Test func floatingPointIncludingInfinities() async throws {
         for value in [Float(0), -1.5, .greatestFiniteMagnitude, .leastNonzeroMagnitude, .infinity, -.infinity] {
             try await check(value, as: "real")
