@@ -21,9 +21,9 @@ public struct PostgresBuffer: Sendable {
 
     /// Writes an integer in network byte order.
     ///
-    /// A byte at a time, most significant first: for 2 to 8 bytes, appending each is a
-    /// third of the cost of `append(contentsOf:)` the integer's bytes, which a COPY row pays
-    /// for its field count, each field's length and each number.
+    /// A byte at a time, most significant first: appending each byte cost less than half of
+    /// `append(contentsOf:)` the integer's bytes (10 ms against 25 for a million rows of three
+    /// integers), which a COPY row pays for its field count, each field's length and each number.
     @inlinable
     public mutating func writeInteger<T: FixedWidthInteger>(_ value: T) {
         var shift = T.bitWidth - 8

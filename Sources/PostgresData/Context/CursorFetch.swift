@@ -75,9 +75,9 @@ struct CursorFetch<Result>: @unchecked Sendable {
     /// The context's map takes up to 128 times the rows seen: a million rows in batches of
     /// 10,000 then fill one table, made at the first batch, where 16 times made four, each
     /// zeroed and rehashed on the context's queue while the next batch waited (35–60 ms of a
-    /// 600 ms fetch). When the estimate is that far off, the table's pages (about 1.4 KB per
-    /// row seen) cost about what registering the rows did. The row cache, shared and never
-    /// shrinking, takes 16 times at most.
+    /// 600 ms fetch). When the estimate is that far off, the table holds at most 128 slots of
+    /// 8 bytes per row seen, at most three-quarters full and rounded up to a power of two. The
+    /// row cache, shared and never shrinking, takes 16 times at most.
     func reserve(for batch: Batch, seen: Int, estimate: Int?, in context: ManagedObjectContext) {
         let count = batch.count
         guard let estimate, seen + count < estimate else { return }
