@@ -107,6 +107,33 @@ private func insertItems(_ range: Range<Int>, into context: ManagedObjectContext
         #expect(try await container.rawIntegers("SELECT count(*) FROM item WHERE list_id IS NOT NULL") == [4_000])
     }
 
+    /// A reservation still on its way when the save starts is waited for while the save
+    /// draws the keys it does not cover: both wait on the server at once. Their `nextval`s
+    /// may interleave; the objects take the keys ascending, each once.
+    @Test func aReservationOnItsWayIsWaitedForWhileTheSaveDrawsTheRest() async throws {
+        let container = try await makeContainer()
+        let blocker = try await Connection.connect(container.persistentStoreCoordinator.connectionPool.configuration)
+        // (A sequence cannot be locked by `LOCK TABLE`; altering it holds a lock that `nextval` waits for.)
+        try await blocker.execute(script: "BEGIN; ALTER SEQUENCE item_id_seq INCREMENT BY 1")
+        let context = container.newBackgroundContext()
+        async let saved = context.perform { () async throws -> [Int64] in
+            let items = insertItems(0..<12_000, into: context)
+            try await context.save()
+            return items.map { $0.objectID.primaryKey ?? 0 }
+        }
+        let waiting = "SELECT count(*) FROM pg_locks WHERE relation = 'item_id_seq'::regclass AND NOT granted"
+        let bothWait = try await eventually { try await container.rawIntegers(waiting) == [2] }
+        try await blocker.execute(script: "COMMIT")
+        await blocker.close()
+        let keys = try await saved
+        #expect(bothWait, "the save did not draw its missing keys while the reservation waited")
+        // (The first object out of place, not a 12,000-key array, when it fails.)
+        let misplaced = zip(keys, Int64(1)...).first { $0.0 != $0.1 }
+        #expect(keys.count == 12_000 && misplaced == nil)
+        #expect(try await drawnKeys(container) == 12_000)
+        #expect(try await container.rawIntegers("SELECT count(*) FROM item WHERE name = 'n' || (id - 1)") == [12_000])
+    }
+
     @Test func aChildContextReservesNothing() async throws {
         let container = try await makeContainer()
         let parent = container.newBackgroundContext()

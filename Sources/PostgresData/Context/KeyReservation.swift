@@ -8,7 +8,8 @@ import PostgresClient
 /// context asks the store for as many keys of each of their entities (`nextval`, as a save
 /// does), on the library's executor, while its caller goes on inserting. The objects keep
 /// their temporary IDs; a save or `obtainPermanentIDs(for:)` hands out the reserved keys
-/// first, in the order they were drawn, and asks the store only for the rest. Keys left unused
+/// and asks the store only for the rest (a large save asks while it waits for a reservation
+/// still on its way), and the objects take them ascending, in the order they were inserted. Keys left unused
 /// (objects deleted before the save, a rollback, a reset) are skipped values of the sequence,
 /// as a rolled-back `nextval`'s are; a reservation that fails is forgotten, and the save asks
 /// for its keys itself and reports any error.
@@ -30,9 +31,23 @@ final class KeyReservation {
     @exclusivity(unchecked) private var waitingCount = 0
     /// Keys drawn per entity, ascending, and how many of them were handed out.
     private var reserved: [ObjectIdentifier: (keys: [Int64], used: Int)] = [:]
-    /// The reservation on its way: its task, and the keys it drew once it is back (none when
-    /// it failed).
-    private var inFlight: (task: Task<Void, Never>, arrived: Locked<Keys?>)?
+    /// The reservation on its way: what it asked for, its task, and the keys it drew once it
+    /// is back (none when it failed).
+    private var inFlight: Arriving?
+
+    /// A reservation on its way.
+    struct Arriving: Sendable {
+        /// The keys it asked for, per entity.
+        let counts: [(EntityDescription, Int)]
+        fileprivate let task: Task<Void, Never>
+        fileprivate let arrived: Locked<Keys?>
+
+        /// Waits for its keys (nil when it failed); cancelling the calling task cancels it.
+        func keys() async -> Keys? {
+            await withTaskCancellationHandler { await task.value } onCancel: { task.cancel() }
+            return arrived.withLock { $0 }
+        }
+    }
 
     init(coordinator: PersistentStoreCoordinator) {
         self.coordinator = coordinator
@@ -67,26 +82,32 @@ final class KeyReservation {
         let coordinator = self.coordinator
         let arrived = Locked<Keys?>(nil)
         let task = Task(executorPreference: LibraryExecutor.shared) {
-            let keys = (try? await coordinator.allocateKeys(counts)) ?? [:]
+            let keys = try? await coordinator.allocateKeys(counts)
             arrived.withLock { $0 = keys }
         }
-        inFlight = (task, arrived)
+        inFlight = Arriving(counts: counts, task: task, arrived: arrived)
     }
 
     /// Waits for a reservation on its way and keeps its keys; cancelling the calling task
     /// cancels the reservation.
     func collect() async {
-        guard let inFlight else { return }
-        self.inFlight = nil
-        await withTaskCancellationHandler { await inFlight.task.value } onCancel: { inFlight.task.cancel() }
-        add(inFlight.arrived.withLock { $0 } ?? [:])
+        guard let arriving = takeArriving() else { return }
+        add(await arriving.keys() ?? [:])
     }
 
-    /// What remains of `counts` once the reserved keys are handed out (entities with none
-    /// left out).
-    func missing(from counts: [(EntityDescription, Int)]) -> [(EntityDescription, Int)] {
+    /// The reservation on its way, if any, which the caller now waits for and hands back with
+    /// ``add(_:)``: a save draws the keys it still misses meanwhile.
+    func takeArriving() -> Arriving? {
+        defer { inFlight = nil }
+        return inFlight
+    }
+
+    /// What remains of `counts` once the reserved keys, and those `arriving` asked for, are
+    /// handed out (entities with none left out).
+    func missing(from counts: [(EntityDescription, Int)], arriving: Arriving? = nil) -> [(EntityDescription, Int)] {
         counts.compactMap { entity, count in
-            let left = count - (reserved[ObjectIdentifier(entity)].map { $0.keys.count - $0.used } ?? 0)
+            let coming = arriving?.counts.first { $0.0 === entity }?.1 ?? 0
+            let left = count - coming - (reserved[ObjectIdentifier(entity)].map { $0.keys.count - $0.used } ?? 0)
             return left > 0 ? (entity, left) : nil
         }
     }
@@ -113,7 +134,8 @@ final class KeyReservation {
         reserved = [:]
     }
 
-    private func add(_ keys: Keys) {
+    /// Keeps keys drawn for this reservation, to be handed out after those kept before.
+    func add(_ keys: Keys) {
         for (entity, drawn) in keys {
             reserved[ObjectIdentifier(entity), default: ([], 0)].keys.append(contentsOf: drawn)
         }

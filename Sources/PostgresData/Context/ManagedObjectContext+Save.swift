@@ -59,16 +59,26 @@ extension ManagedObjectContext {
     /// Runs `body` (the will-save hooks and validation) while the store allocates the keys of
     /// a large save's inserted objects, which the server takes a while to produce (`nextval`
     /// once per row). A smaller save asks for its keys afterwards, in ``saveToStore()``.
+    ///
+    /// A key reservation still on its way (see ``KeyReservation``) is waited for meanwhile,
+    /// while the keys it does not cover are drawn; should it fail, its keys are drawn then.
     private func allocatingKeys<T>(during body: () throws -> T) async throws -> T {
         guard insertedSet.count > SavePlan.pipelineLimit, let request = KeyRequest(insertedSet) else {
             return try body()
         }
         let coordinator = persistentStoreCoordinator
-        let counts = await countsToDraw(request.counts)
-        // Should `body` throw, the allocation is cancelled and waited for: the keys it may
-        // have taken are left unused, as a rolled-back `nextval`'s are.
-        let (result, allocated) = try await whileStoreWorks({ try await coordinator.allocateKeys(counts) }, run: body)
-        try request.assign(withReservedKeys(allocated, for: request.counts), to: &insertedSet)
+        let arriving = keyReservation?.takeArriving()
+        let counts = keyReservation?.missing(from: request.counts, arriving: arriving) ?? request.counts
+        // Should `body` throw, the allocation and the reservation are cancelled and waited
+        // for: the keys they may have taken are left unused, as a rolled-back `nextval`'s are.
+        let (result, (reserved, drawn)) = try await whileStoreWorks({ () async throws -> (KeyReservation.Keys, KeyReservation.Keys) in
+            async let drawn = coordinator.allocateKeys(counts)
+            guard let arriving else { return ([:], try await drawn) }
+            if let reserved = await arriving.keys() { return (reserved, try await drawn) }
+            return (try await coordinator.allocateKeys(arriving.counts), try await drawn)
+        }, run: body)
+        keyReservation?.add(reserved)
+        try request.assign(withReservedKeys(drawn, for: request.counts), to: &insertedSet)
         return result
     }
 
@@ -81,12 +91,16 @@ extension ManagedObjectContext {
         return keyReservation.missing(from: counts)
     }
 
-    /// The reserved keys for `counts` followed by the ones the store drew for the rest.
+    /// The reserved keys for `counts` and the ones the store drew for the rest, ascending:
+    /// a reservation and a draw that ran at once may have interleaved their `nextval`s.
     private func withReservedKeys(_ drawn: [EntityDescription: [Int64]], for counts: [(EntityDescription, Int)]) -> [EntityDescription: [Int64]] {
         guard let keyReservation else { return drawn }
         var keys = keyReservation.take(counts)
         guard !keys.isEmpty else { return drawn }
-        for (entity, more) in drawn { keys[entity, default: []].append(contentsOf: more) }
+        for (entity, more) in drawn where !more.isEmpty {
+            keys[entity, default: []].append(contentsOf: more)
+            keys[entity]?.sort()
+        }
         return keys
     }
 
