@@ -67,28 +67,28 @@ struct CursorFetch<Result>: @unchecked Sendable {
         }
     }
 
-    /// Makes room in the identity map (and the row cache, for faults) before a full batch of
-    /// a large result, so that they do not grow by doubling, rehashing everything each time:
-    /// for the planner's estimate, but never more than a multiple of the rows seen so far (an
-    /// estimate can be far off).
+    /// Makes room in the identity map (and the row cache, for faults) at the first batch of a
+    /// large result, so that they do not grow by doubling, rehashing everything each time:
+    /// for the planner's estimate, but never more than a multiple of the first batch's rows
+    /// (an estimate can be far off). Later batches leave them to grow by doubling, should the
+    /// rows outnumber the estimate.
     ///
-    /// The context's map takes up to 128 times the rows seen: a million rows in batches of
+    /// The context's map takes up to 128 times the first batch: a million rows in batches of
     /// 10,000 then fill one table, made at the first batch, where 16 times made four, each
     /// zeroed and rehashed on the context's queue while the next batch waited (35–60 ms of a
-    /// 600 ms fetch). When the estimate is that far off, the table holds at most 128 slots of
-    /// 8 bytes per row seen, at most three-quarters full and rounded up to a power of two. The
-    /// row cache, shared and never shrinking, takes 16 times at most.
+    /// 600 ms fetch). Growing toward the estimate at every batch made as many for an estimate
+    /// ten times the rows, which the planner gives for a table whose rows were each updated
+    /// ten times since the last vacuum. When the estimate is that far off, the table holds at
+    /// most 128 slots of 8 bytes per row of the first batch, at most three-quarters full and
+    /// rounded up to a power of two. The row cache, shared and never shrinking, takes 16 times
+    /// at most.
     func reserve(for batch: Batch, seen: Int, estimate: Int?, in context: ManagedObjectContext) {
         let count = batch.count
-        guard let estimate, seen + count < estimate else { return }
-        let wanted = min(estimate, 128 * (seen + count))
-        if context.registered.capacity < context.registered.count + wanted - seen {
-            context.registered.reserve(wanted - seen)
-        }
+        guard seen == 0, let estimate, count < estimate else { return }
+        context.registered.reserve(min(estimate, 128 * count))
         if case .rows = batch, request.returnsObjectsAsFaults, !outsideRowCache {
             // Faults whose rows could not stay encoded share them through the row cache.
-            let shared = min(estimate, 16 * (seen + count))
-            context.persistentStoreCoordinator.reserveCachedRows(shared - seen, for: entity)
+            context.persistentStoreCoordinator.reserveCachedRows(min(estimate, 16 * count), for: entity)
         }
     }
 
