@@ -108,6 +108,17 @@ func rawUpdateReturningIDs(_ raw: RawConnection, rows: Int) throws {
     precondition(ids.count == rows)
 }
 
+/// The size of `items` on disk when ``fillItems(_:rows:)`` last filled it.
+private let filledSize = Locked<Int64>(-1)
+
+/// True when `items` holds `rows` rows and is the size it was filled at: no rows were updated
+/// or deleted since (a row updated leaves a dead version behind, in a page of its own when
+/// the table was filled full).
+func itemsAreAsFilled(_ connection: Connection, rows: Int) async throws -> Bool {
+    let (count, size) = try await connection.query("SELECT count(*), pg_relation_size('items') FROM items")[0].decode((Int64, Int64).self)
+    return count == rows && size == filledSize.withLock { $0 }
+}
+
 /// Empties `items` and fills it with `rows` rows (`item-1`, …), then vacuums and analyzes it.
 func fillItems(_ connection: Connection, rows: Int) async throws {
     try await connection.execute(script: """
@@ -118,6 +129,8 @@ func fillItems(_ connection: Connection, rows: Int) async throws {
         """)
     // Each on its own: a multi-statement script is one implicit transaction, and VACUUM refuses those.
     try await connection.execute(script: "VACUUM (ANALYZE) items")
+    let size = try await connection.query("SELECT pg_relation_size('items')")[0].decode(Int64.self, at: 0)
+    filledSize.withLock { $0 = size }
 }
 
 /// The raw baseline of fetches: one binary PQexec, every row decoded into a struct.
