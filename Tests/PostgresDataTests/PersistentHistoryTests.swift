@@ -63,6 +63,47 @@ import Testing
     /// remote-change listener's: the error carries the server's SQLSTATE, and the connection
     /// is left outside any transaction (the one-round-trip fetch rolled its back), so the
     /// next fetch on it runs.
+    /// Objects updated in one save are recorded with the properties each changed: one history
+    /// row per entity and set of changed properties.
+    @Test func eachUpdatedObjectIsRecordedWithThePropertiesItChanged() async throws {
+        let (container, _) = try await twoContainers(mergeRemote: false)
+        let context = container.newBackgroundContext()
+        let ids = try await context.perform {
+            let list = TodoList(context: context)
+            list.title = "chores"
+            let items = (0..<4).map { index in
+                let item = Item(context: context)
+                item.name = "item \(index)"
+                return item
+            }
+            try context.save()
+            items[0].weight = 5
+            items[1].name = "renamed"
+            items[1].done = true
+            items[2].done = true
+            items[2].name = "also renamed"
+            items[3].list = list
+            list.title = "errands"
+            try context.save()
+            return (items.map(\.objectID), list.objectID)
+        }
+        let result = try await context.execute(PersistentHistoryChangeRequest.fetchHistory(after: nil))
+        #expect(result.transactions.count == 2)
+        let updates = result.transactions.last?.changes.filter { $0.changeType == .update } ?? []
+        func properties(of id: ManagedObjectID) -> Set<String>? { updates.first { $0.changedObjectID == id }?.updatedProperties }
+        #expect(updates.count == 5)
+        #expect(properties(of: ids.0[0]) == ["weight"])
+        #expect(properties(of: ids.0[1]) == ["done", "name"] && properties(of: ids.0[2]) == ["done", "name"])
+        #expect(properties(of: ids.0[3]) == ["list"])
+        #expect(properties(of: ids.1)?.contains("title") == true)
+        // Items: weight; done and name (two objects); list. The list: one more.
+        let rows = try await container.rawIntegers("""
+            SELECT count(*) FROM postgres_data_history_change
+            WHERE change_type = 1 AND transaction_id = (SELECT max(transaction_id) FROM postgres_data_history_change)
+            """)
+        #expect(rows == [4])
+    }
+
     @Test func aFetchTheServerFailsLeavesItsConnectionReadyForTheNext() async throws {
         let configuration = try await TestDatabase.fresh(prefix: "pd_history")
         let container = PersistentContainer(name: "A", model: testModel)

@@ -332,18 +332,20 @@ extension ManagedObjectContext {
                 }
                 history?.attachTombstones(HistoryTombstones.encode(rows, entity: entity), to: entity)
             }
-            var updatedKeys: [[String]: [ManagedObject]] = [:]
+            // Grouped by entity and changed properties (the usual save: one group), their names
+            // then made once per group.
+            var updatedGroups: [UpdateGroup: (entity: EntityDescription, keys: [Int64])] = [:]
             for object in updatedSet.values {
-                var changed = Set(object.changedProperties)
+                var changed = object.changedProperties
                 for (index, set) in object.relationshipSets where !set.added.isEmpty || !set.removed.isEmpty || set.order != nil {
                     changed.insert(index)
                 }
-                updatedKeys[changed.map { object.entity.properties[$0].name }.sorted(), default: []].append(object)
+                guard let key = object.objectID.primaryKey else { continue }
+                updatedGroups[UpdateGroup(entity: ObjectIdentifier(object.entity), changed: changed), default: (object.entity, [])].keys.append(key)
             }
-            for (names, objects) in updatedKeys {
-                for (entity, group) in SavePlan.grouped(objects, by: \.entity) {
-                    history?.record(entity, .update, keys: group.compactMap(\.objectID.primaryKey), updatedProperties: names)
-                }
+            for (group, updated) in updatedGroups {
+                let names = group.changed.map { updated.entity.properties[$0].name }.sorted()
+                history?.record(updated.entity, .update, keys: updated.keys, updatedProperties: names)
             }
         }
         let order = orderChanges()
@@ -351,6 +353,13 @@ extension ManagedObjectContext {
         return try SavePlan(inserts: inserts, updates: updates, deletes: deletes, joinInserts: joinInserts,
                             joinDeletes: joinDeletes, history: history, uniqueness: mergePolicy.uniquenessResolution,
                             orderWrites: order.writes, refreshing: rowsWithMovedDerivations() + order.moved)
+    }
+
+    /// Updated objects that a save records alike in the history: of one entity, with the same
+    /// changed properties.
+    private struct UpdateGroup: Hashable {
+        let entity: ObjectIdentifier
+        let changed: PropertySet
     }
 
     /// Removes an object whose row is gone from the context.
