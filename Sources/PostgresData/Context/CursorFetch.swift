@@ -71,17 +71,17 @@ struct CursorFetch<Result>: @unchecked Sendable {
     /// large result, so that they do not grow by doubling, rehashing everything each time:
     /// for the planner's estimate, but never more than a multiple of the first batch's rows
     /// (an estimate can be far off). Later batches leave them to grow by doubling, should the
-    /// rows outnumber the estimate.
+    /// rows outnumber the room made.
     ///
     /// The context's map takes up to 128 times the first batch: a million rows in batches of
     /// 10,000 then fill one table, made at the first batch, where 16 times made four, each
     /// zeroed and rehashed on the context's queue while the next batch waited (35–60 ms of a
     /// 600 ms fetch). Growing toward the estimate at every batch made as many for an estimate
     /// ten times the rows, which the planner gives for a table whose rows were each updated
-    /// ten times since the last vacuum. When the estimate is that far off, the table holds at
-    /// most 128 slots of 8 bytes per row of the first batch, at most three-quarters full and
-    /// rounded up to a power of two. The row cache, shared and never shrinking, takes 16 times
-    /// at most.
+    /// ten times since the last vacuum. When the estimate is that far off, the table has room
+    /// for at most 128 objects per row of the first batch (slots of 8 bytes, at most
+    /// three-quarters full, their number rounded up to a power of two). The row cache, shared
+    /// and never shrinking, takes 16 times at most.
     func reserve(for batch: Batch, seen: Int, estimate: Int?, in context: ManagedObjectContext) {
         let count = batch.count
         guard seen == 0, let estimate, count < estimate else { return }
