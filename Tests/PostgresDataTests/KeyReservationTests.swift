@@ -136,6 +136,26 @@ private func insertItems(_ range: Range<Int>, into context: ManagedObjectContext
         #expect(try await container.rawIntegers("SELECT count(*) FROM item WHERE name = 'n' || (id - 1)") == [12_000])
     }
 
+    /// `obtainPermanentIDs(for:)` takes the same keys as a save: the reservation's, waited for,
+    /// and the rest drawn meanwhile, ascending; the save then writes the rows with them.
+    @Test func permanentIDsObtainedEarlyTakeTheReservedKeys() async throws {
+        let container = try await makeContainer()
+        let context = container.newBackgroundContext()
+        let keys = try await context.perform { () async throws -> [Int64] in
+            let items = insertItems(0..<6_000, into: context)
+            try await context.obtainPermanentIDs(for: items)
+            let keys = items.map { $0.objectID.primaryKey ?? 0 }
+            try await context.save()
+            let keptTheirKeys = items.map { $0.objectID.primaryKey ?? 0 } == keys
+            #expect(keptTheirKeys, "the save changed IDs obtained before it")
+            return keys
+        }
+        let misplaced = zip(keys, Int64(1)...).first { $0.0 != $0.1 }
+        #expect(keys.count == 6_000 && misplaced == nil)
+        #expect(try await drawnKeys(container) == 6_000)
+        #expect(try await container.rawIntegers("SELECT count(*) FROM item WHERE name = 'n' || (id - 1)") == [6_000])
+    }
+
     @Test func aChildContextReservesNothing() async throws {
         let container = try await makeContainer()
         let parent = container.newBackgroundContext()

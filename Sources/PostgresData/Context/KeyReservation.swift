@@ -8,8 +8,8 @@ import PostgresClient
 /// context asks the store for as many keys of each of their entities (`nextval`, as a save
 /// does), on the library's executor, while its caller goes on inserting. The objects keep
 /// their temporary IDs; a save or `obtainPermanentIDs(for:)` hands out the reserved keys
-/// and asks the store only for the rest (a large save asks while it waits for a reservation
-/// still on its way), and the objects take them ascending, in the order they were inserted. Keys left unused
+/// and asks the store only for the rest, while it waits for a reservation still on its way;
+/// the objects take them ascending, in the order they were inserted. Keys left unused
 /// (objects deleted before the save, a rollback, a reset) are skipped values of the sequence,
 /// as a rolled-back `nextval`'s are; a reservation that fails is forgotten, and the save asks
 /// for its keys itself and reports any error.
@@ -88,15 +88,9 @@ final class KeyReservation {
         inFlight = Arriving(counts: counts, task: task, arrived: arrived)
     }
 
-    /// Waits for a reservation on its way and keeps its keys; cancelling the calling task
-    /// cancels the reservation.
-    func collect() async {
-        guard let arriving = takeArriving() else { return }
-        add(await arriving.keys() ?? [:])
-    }
-
     /// The reservation on its way, if any, which the caller now waits for and hands back with
-    /// ``add(_:)``: a save draws the keys it still misses meanwhile.
+    /// ``add(_:)``: a save or `obtainPermanentIDs(for:)` draws the keys it still misses
+    /// meanwhile.
     func takeArriving() -> Arriving? {
         defer { inFlight = nil }
         return inFlight
@@ -104,7 +98,7 @@ final class KeyReservation {
 
     /// What remains of `counts` once the reserved keys, and those `arriving` asked for, are
     /// handed out (entities with none left out).
-    func missing(from counts: [(EntityDescription, Int)], arriving: Arriving? = nil) -> [(EntityDescription, Int)] {
+    func missing(from counts: [(EntityDescription, Int)], arriving: Arriving?) -> [(EntityDescription, Int)] {
         counts.compactMap { entity, count in
             let coming = arriving?.counts.first { $0.0 === entity }?.1 ?? 0
             let left = count - coming - (reserved[ObjectIdentifier(entity)].map { $0.keys.count - $0.used } ?? 0)

@@ -59,36 +59,39 @@ extension ManagedObjectContext {
     /// Runs `body` (the will-save hooks and validation) while the store allocates the keys of
     /// a large save's inserted objects, which the server takes a while to produce (`nextval`
     /// once per row). A smaller save asks for its keys afterwards, in ``saveToStore()``.
-    ///
-    /// A key reservation still on its way (see ``KeyReservation``) is waited for meanwhile,
-    /// while the keys it does not cover are drawn; should it fail, its keys are drawn then.
     private func allocatingKeys<T>(during body: () throws -> T) async throws -> T {
-        guard insertedSet.count > SavePlan.pipelineLimit, let request = KeyRequest(insertedSet) else {
+        guard insertedSet.count > SavePlan.pipelineLimit, let request = KeyRequest(insertedSet),
+              let drawing = keyDrawing(for: request) else {
             return try body()
         }
+        // Should `body` throw, the drawing is cancelled and waited for: the keys it may have
+        // taken are left unused, as a rolled-back `nextval`'s are.
+        let (result, keys) = try await whileStoreWorks(drawing, run: body)
+        try assign(keys, for: request)
+        return result
+    }
+
+    /// The store's work that brings the keys `request` needs (nil when the reserved ones cover
+    /// it): a key reservation still on its way (see ``KeyReservation``) is waited for while the
+    /// keys it does not cover are drawn; should it fail, its keys are drawn then. It returns
+    /// the reservation's keys and the drawn ones, for ``assign(_:for:)``.
+    private func keyDrawing(for request: KeyRequest) -> (@Sendable () async throws -> (reserved: KeyReservation.Keys, drawn: KeyReservation.Keys))? {
         let coordinator = persistentStoreCoordinator
         let arriving = keyReservation?.takeArriving()
         let counts = keyReservation?.missing(from: request.counts, arriving: arriving) ?? request.counts
-        // Should `body` throw, the allocation and the reservation are cancelled and waited
-        // for: the keys they may have taken are left unused, as a rolled-back `nextval`'s are.
-        let (result, (reserved, drawn)) = try await whileStoreWorks({ () async throws -> (KeyReservation.Keys, KeyReservation.Keys) in
+        guard arriving != nil || !counts.isEmpty else { return nil }
+        return {
             async let drawn = coordinator.allocateKeys(counts)
             guard let arriving else { return ([:], try await drawn) }
             if let reserved = await arriving.keys() { return (reserved, try await drawn) }
             return (try await coordinator.allocateKeys(arriving.counts), try await drawn)
-        }, run: body)
-        keyReservation?.add(reserved)
-        try request.assign(withReservedKeys(drawn, for: request.counts), to: &insertedSet)
-        return result
+        }
     }
 
-    /// The keys the store must still draw for `counts`, once the keys reserved while the
-    /// objects were inserted (see ``KeyReservation``), a reservation on its way included, are
-    /// counted out.
-    private func countsToDraw(_ counts: [(EntityDescription, Int)]) async -> [(EntityDescription, Int)] {
-        guard let keyReservation else { return counts }
-        await keyReservation.collect()
-        return keyReservation.missing(from: counts)
+    /// Gives `request`'s objects the keys reserved for them and those drawn (``keyDrawing(for:)``).
+    private func assign(_ keys: (reserved: KeyReservation.Keys, drawn: KeyReservation.Keys)?, for request: KeyRequest) throws {
+        if let keys { keyReservation?.add(keys.reserved) }
+        try request.assign(withReservedKeys(keys?.drawn ?? [:], for: request.counts), to: &insertedSet)
     }
 
     /// The reserved keys for `counts` and the ones the store drew for the rest, ascending:
@@ -145,10 +148,9 @@ extension ManagedObjectContext {
     /// Allocates keys for the inserted objects at `positions` (all when nil) that need one.
     private func allocateKeys(at positions: [Int]? = nil) async throws {
         guard let request = KeyRequest(insertedSet, at: positions) else { return }
-        let coordinator = persistentStoreCoordinator
-        let counts = await countsToDraw(request.counts)
-        let allocated = counts.isEmpty ? [:] : try await store { _ in try await coordinator.allocateKeys(counts) }
-        try request.assign(withReservedKeys(allocated, for: request.counts), to: &insertedSet)
+        var keys: (reserved: KeyReservation.Keys, drawn: KeyReservation.Keys)?
+        if let drawing = keyDrawing(for: request) { keys = try await store { _ in try await drawing() } }
+        try assign(keys, for: request)
     }
 
     /// The key allocated to an inserted object whose ID is still temporary (0: none).
