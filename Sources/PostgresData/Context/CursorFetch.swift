@@ -94,14 +94,24 @@ struct CursorFetch<Result>: @unchecked Sendable {
 
     /// Registers a batch in the context (on its queue); its objects, in the store's order.
     func register(_ batch: Batch, in context: ManagedObjectContext) -> [ManagedObject] {
+        var objects: [ManagedObject] = []
+        register(batch, in: context, appendingTo: &objects)
+        return objects
+    }
+
+    /// ``register(_:in:)``, appending the objects to `objects`: the batches of an
+    /// asynchronous fetch enter its result directly, not through an array per batch (a
+    /// retain, a release and a copy per object).
+    func register(_ batch: Batch, in context: ManagedObjectContext, appendingTo objects: inout [ManagedObject]) {
         switch batch {
         case .keys(let keys):
-            return keys.map { context.object(with: ManagedObjectID(entity: entity, primaryKey: $0)) }
+            if objects.capacity < objects.count + keys.count { objects.reserveCapacity(max(objects.count + keys.count, 2 * objects.capacity)) }
+            for key in keys { objects.append(context.object(with: ManagedObjectID(entity: entity, primaryKey: key))) }
         case .rows(let rows):
-            return context.register(rows, entity: entity, asFaults: request.returnsObjectsAsFaults,
-                                    sharesRows: request.returnsObjectsAsFaults, fromReplica: outsideRowCache)
+            context.register(rows, entity: entity, asFaults: request.returnsObjectsAsFaults,
+                             sharesRows: request.returnsObjectsAsFaults, fromReplica: outsideRowCache, appendingTo: &objects)
         case .encoded(let rows):
-            return context.registerFaults(rows, entity: entity)
+            context.registerFaults(rows, entity: entity, appendingTo: &objects)
         }
     }
 

@@ -36,10 +36,13 @@ extension ManagedObjectContext {
                             await self.perform {
                                 // A cancelled fetch delivers nothing: the batch is not worth registering.
                                 guard !result.isCancelRequested else { return }
-                                fetch.reserve(for: batch, seen: collected.objects.count, estimate: collected.estimate, in: self)
-                                let objects = fetch.register(batch, in: self)
-                                collected.objects.append(contentsOf: objects)
-                                let update = result.advance(by: objects.count)
+                                let seen = collected.objects.count
+                                fetch.reserve(for: batch, seen: seen, estimate: collected.estimate, in: self)
+                                if seen == 0, let estimate = collected.estimate, batch.count < estimate {
+                                    collected.objects.reserveCapacity(min(estimate, 128 * batch.count))
+                                }
+                                fetch.register(batch, in: self, appendingTo: &collected.objects)
+                                let update = result.advance(by: collected.objects.count - seen)
                                 request.progressHandler?(update)
                             }
                         },

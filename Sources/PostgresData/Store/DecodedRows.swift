@@ -44,11 +44,18 @@ final class DecodedRows: @unchecked Sendable {
     }
 
     deinit {
+        // Value by value: `move()` is the compiler's own destroy of the type (for a string, a
+        // release only when it has a buffer), where `deinitialize(count:)` goes through the
+        // runtime's generic array destroy, its value witnesses called for each element.
         for property in layout.kinds.indices {
             let values = storage + count * layout.valueOffsets[property]
             switch layout.kinds[property] {
-            case .string: values.assumingMemoryBound(to: String?.self).deinitialize(count: count)
-            case .general: values.assumingMemoryBound(to: AttributeValue.self).deinitialize(count: count)
+            case .string:
+                let strings = values.assumingMemoryBound(to: String?.self)
+                for row in 0..<count { _ = (strings + row).move() }
+            case .general:
+                let general = values.assumingMemoryBound(to: AttributeValue.self)
+                for row in 0..<count { _ = (general + row).move() }
             case .absent, .integer, .double, .float, .date, .key, .boolean: break
             }
         }
