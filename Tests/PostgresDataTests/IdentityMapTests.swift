@@ -55,6 +55,8 @@ import Testing
     /// A context's change sets against an ordered model, through a seeded run of additions,
     /// replacements and removals (enough removals to close the holes several times): every
     /// object is found by identity, and the objects list in the order they joined.
+    /// Its membership changes with every object that joins or leaves, and only then; a set
+    /// made anew differs from one holding the same objects.
     @Test func anObjectSetKeepsTheOrderObjectsJoinedIn() throws {
         let entity = try #require(testModel.entitiesByName["Item"])
         let objects = (0..<500).map { _ in ManagedObject.makeFault(of: entity) }
@@ -64,13 +66,16 @@ import Testing
         for _ in 0..<20_000 {
             let object = objects[random.next(below: objects.count)]
             let key = ObjectIdentifier(object)
+            let before = set.membership
             if random.next(below: 2) == 0 {
                 if !model.contains(where: { $0 === object }) {
                     // A new object, as a context's insertion appends it: hashed when next looked up.
                     if random.next(below: 2) == 0 { set.appendNew(object) } else { set[key] = object }
                     model.append(object)
+                    #expect(set.membership != before)
                 } else {
                     set[key] = object
+                    #expect(set.membership == before)
                 }
                 if random.next(below: 8) == 0 {
                     #expect(set.count == model.count)
@@ -80,12 +85,16 @@ import Testing
                 let removed = set.removeValue(forKey: key)
                 let position = model.firstIndex { $0 === object }
                 #expect((removed === object) == (position != nil))
+                #expect((set.membership != before) == (position != nil))
                 if let position { model.remove(at: position) }
             }
             #expect(set[key] === (model.contains { $0 === object } ? object : nil))
         }
         #expect(set.count == model.count && set.isEmpty == model.isEmpty)
         #expect(Array(set.values).map(ObjectIdentifier.init) == model.map(ObjectIdentifier.init))
+        var remade = ObjectSet()
+        for object in model { remade.appendNew(object) }
+        #expect(remade.count == set.count && remade.membership != set.membership)
     }
 
     /// The map against a dictionary, through a seeded run of insertions, lookups and removals

@@ -172,6 +172,39 @@ let meterAwakenings = Locked<[Int64: Int]>([:])
         #expect(!rows.contains { $0.hasSuffix(" draft") })
     }
 
+    /// The save announces its objects before the will-save hooks run and again after; an
+    /// observer that inserts an object each time it hears of one adds "second" then "third".
+    /// The hooks change nothing, yet the save lists its objects again, and each of the three
+    /// is written and told didSave.
+    @Test func objectsAnObserverInsertsWhileTheHooksRunAreSavedAndToldSo() async throws {
+        let container = try await container()
+        let context = container.newBackgroundContext()
+        journalEvents.withLock { $0 = [] }
+        try await context.perform {
+            let first = Journal(context: context)
+            first.title = "first"
+            first.slug = "first"
+            let next = ["first": "second", "second": "third"]
+            let observer = NotificationCenter.default.addObserver(
+                forName: ManagedObjectContext.objectsDidChangeNotification, object: context, queue: nil) { note in
+                guard let changes = note.userInfo?["changes"] as? ContextObjectsDidChange else { return }
+                for id in changes.insertedObjectIDs {
+                    guard let heard = context.registeredObject(for: id) as? Journal, let title = next[heard.title] else { continue }
+                    let added = Journal(context: context)
+                    added.title = title
+                    added.slug = title
+                }
+            }
+            defer { NotificationCenter.default.removeObserver(observer) }
+            try context.save()
+            #expect(!context.hasChanges)
+        }
+        let rows = try await container.rawStrings("SELECT title FROM journal ORDER BY id")
+        #expect(rows == ["first", "second", "third"])
+        let events = journalEvents.withLock { $0 }
+        #expect(events.filter { $0 == "didSave" }.count == 3, "\(events)")
+    }
+
     @Test func aFetchReadInSeveralBatchesAwakesEachObjectItFillsOnce() async throws {
         let container = try await container()
         try await container.rawExecute("INSERT INTO meter (value) SELECT n * 3 FROM generate_series(1, 12000) AS n")

@@ -32,6 +32,23 @@ import Testing
         #expect(SavePlan.grouped([] as [(EntityDescription, Int)], by: \.0).isEmpty)
     }
 
+    /// What a save reports to its metrics comes from its plan: rows by kind and entity,
+    /// entities in the order first met.
+    @Test func aPlanCountsTheRowsItWritesByKindAndEntity() throws {
+        let team = try #require(testModel.entitiesByName["Team"])
+        func insert(_ entity: EntityDescription, _ key: Int64) -> SavePlan.Insert {
+            SavePlan.Insert(entity: entity, key: key, values: entity === item ? values(name: "n\(key)", weight: 1)
+                                : [AttributeValue](repeating: .null, count: entity.properties.count))
+        }
+        let plan = try SavePlan(inserts: [insert(item, 1), insert(team, 2), insert(item, 3), insert(item, 4)],
+                                updates: [update(7, weight: 3), update(9, weight: 4)],
+                                deletes: [SavePlan.Delete(entity: team, key: 5, version: 700)], joinInserts: [], joinDeletes: [])
+        let counted = plan.writtenRows.map { "\($0.kind.rawValue) \($0.entity.name) \($0.count)" }
+        #expect(counted == ["insert Item 3", "insert Team 1", "update Item 2", "delete Team 1"])
+        let none = try SavePlan(inserts: [], updates: [], deletes: [], joinInserts: [], joinDeletes: [])
+        #expect(none.writtenRows.isEmpty)
+    }
+
     @Test func oneChangedRowIsAScalarUpdateFollowedByItsVerification() throws {
         let plan = try SavePlan(inserts: [], updates: [update(7, weight: 3)], deletes: [], joinInserts: [], joinDeletes: [])
         #expect(plan.isPipelined)

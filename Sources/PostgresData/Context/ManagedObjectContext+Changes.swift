@@ -118,6 +118,10 @@ extension ManagedObjectContext {
         return objects
     }
 
+    /// The members of the inserted, updated and deleted sets, as ``ObjectSet/membership``
+    /// tells them: equal values, the same objects in the same order.
+    var changeSetMembership: [ObjectSet.Membership] { [insertedSet.membership, updatedSet.membership, deletedSet.membership] }
+
     /// True when the context has unsaved inserts, updates or deletes.
     public var hasChanges: Bool {
         assertOnQueue()

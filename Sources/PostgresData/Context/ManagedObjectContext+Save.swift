@@ -167,18 +167,14 @@ extension ManagedObjectContext {
     }
 
     /// Counts the rows a save wrote, by entity and kind, on its span and in the metrics.
-    private func noteWrittenRows() {
+    private func noteWrittenRows(of plan: SavePlan) {
         let span = activeSpan.flatMap { $0.isRecording ? $0 : nil }
         span?.attributes["postgresdata.rows.inserted"] = insertedSet.count
         span?.attributes["postgresdata.rows.updated"] = updatedSet.count
         span?.attributes["postgresdata.rows.deleted"] = deletedSet.count
         guard let metrics = activeMetrics else { return }
-        for (kind, objects) in [("insert", insertedSet), ("update", updatedSet), ("delete", deletedSet)] where !objects.isEmpty {
-            var counts: [(EntityDescription, Int)] = []
-            for object in objects.values {
-                if let slot = counts.firstIndex(where: { $0.0 === object.entity }) { counts[slot].1 += 1 } else { counts.append((object.entity, 1)) }
-            }
-            for (entity, count) in counts { metrics.recordWrittenRows(count, kind: kind, collection: entity.tableName) }
+        for (kind, entity, count) in plan.writtenRows {
+            metrics.recordWrittenRows(count, kind: kind.rawValue, collection: entity.tableName)
         }
     }
 
@@ -228,7 +224,7 @@ extension ManagedObjectContext {
             let completion = SaveCompletion(context: self)
             switch outcome {
             case .saved(let version, let upserted, let refreshed):
-                noteWrittenRows()
+                noteWrittenRows(of: plan)
                 completion.finish(version: version ?? 0, upserted: upserted, refreshed: refreshed)
                 return
             case .conflicts(let conflicts):
@@ -303,7 +299,8 @@ extension ManagedObjectContext {
         }
         var joinInserts: [SavePlan.JoinChange] = []
         var joinDeletes: [SavePlan.JoinChange] = []
-        for objects in [insertedSet.values, updatedSet.values] {
+        // (Without relationship sets in the context, no object has any: no pass over them.)
+        for objects in mayHoldRelationshipSets ? [insertedSet.values, updatedSet.values] : [] {
             for object in objects where object.hasRelationshipSets {
                 for (index, set) in object.relationshipSets where !set.added.isEmpty || !set.removed.isEmpty {
                     guard case .joinTable(let table) = object.entity.storage(of: index), let source = key(object.objectID) else { continue }

@@ -1,3 +1,5 @@
+import Synchronization
+
 /// A context's inserted, updated or deleted objects: found by identity, listed in the order
 /// they joined (a save writes them in that order).
 ///
@@ -33,6 +35,9 @@ struct ObjectSet: ExpressibleByDictionaryLiteral {
     /// objects of a save that draws their keys before writing them; as long as `list` or
     /// shorter (the positions past its end have none), empty until the first key.
     private var allocatedKeys: [Int64] = []
+    /// Which set this is: every set made has its own (see ``membership``).
+    private let origin = ObjectSet.origins.add(1, ordering: .relaxed).newValue
+    private static let origins = Atomic<Int>(0)
 
     init(dictionaryLiteral elements: (ObjectIdentifier, ManagedObject)...) {
         for (key, object) in elements { self[key] = object }
@@ -40,6 +45,17 @@ struct ObjectSet: ExpressibleByDictionaryLiteral {
 
     var count: Int { positions.count + list.count - indexed }
     var isEmpty: Bool { count == 0 }
+
+    /// What changes whenever the set's members may have: an object joining moves the end
+    /// position, one leaving lowers the count (or, closing the holes, the end position), and
+    /// a set made anew, even with the same objects, has an origin of its own.
+    var membership: Membership { Membership(origin: origin, count: count, endPosition: list.count) }
+
+    struct Membership: Equatable {
+        fileprivate let origin: Int
+        fileprivate let count: Int
+        fileprivate let endPosition: Int
+    }
 
     /// The objects, in the order they joined; a view of the set as it is now.
     var values: Values { Values(list: list, count: count) }

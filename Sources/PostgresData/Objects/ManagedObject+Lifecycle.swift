@@ -21,14 +21,19 @@ extension ManagedObject {
     /// writes.
     static func callWillSave(in context: ManagedObjectContext) throws -> [ManagedObject] {
         var pending = context.changedObjectsInSaveOrder()
+        let listed = context.changeSetMembership
         defer { context.hookChanges = nil }
-        for _ in 0..<100 {
+        for round in 0..<100 {
             context.hookChanges = []
             for object in pending { object.willSave() }
             let touched = context.hookChanges ?? []
             context.hookChanges = nil
             context.processPendingChanges()
-            guard !touched.isEmpty else { return context.changedObjectsInSaveOrder() }
+            guard !touched.isEmpty else {
+                // No hook changed anything, and no observer of the change notifications either:
+                // the objects listed first are the ones the save writes.
+                return round == 0 && context.changeSetMembership == listed ? pending : context.changedObjectsInSaveOrder()
+            }
             // The next round: each touched object once, if the save still writes it.
             var seen = Set<ObjectIdentifier>()
             pending = touched.filter { object in

@@ -120,10 +120,21 @@ struct SavePlan: Sendable {
     /// itself when a row changed underneath, so that the `COMMIT` sent behind it never
     /// commits a partial save.
     let isPipelined: Bool
+    /// How many rows of each entity the plan inserts, updates and deletes (new objects that
+    /// may resolve to existing rows count as inserted): what the save reports in its metrics,
+    /// counted here from the plan's rows rather than from the objects again.
+    let writtenRows: [(kind: WriteKind, entity: EntityDescription, count: Int)]
+
+    /// What a save does to a row.
+    enum WriteKind: String, Sendable {
+        case insert, update, delete
+    }
 
     init(inserts: [Insert], updates: [Update], deletes: [Delete], joinInserts: [JoinChange],
          joinDeletes: [JoinChange], history: HistoryRecord? = nil, uniqueness: UniquenessResolution? = nil,
          orderWrites: [OrderWrite] = [], refreshing: [(EntityDescription, [Int64])] = []) throws {
+        writtenRows = Self.counted(inserts, as: .insert, by: \.entity) + Self.counted(updates, as: .update, by: \.entity)
+            + Self.counted(deletes, as: .delete, by: \.entity)
         var inserts = inserts
         var upserts: [Insert] = []
         var joinInserts = joinInserts
@@ -187,6 +198,24 @@ struct SavePlan: Sendable {
     /// Elements grouped by entity, in first-seen order. Saves touch few entities, so a linear
     /// search by identity beats hashing every element; elements all of one entity (the usual
     /// save) are their own group, not copied.
+    /// The number of `elements` of each entity, entities in the order first met.
+    static func counted<Element>(_ elements: [Element], as kind: WriteKind, by entity: (Element) -> EntityDescription)
+        -> [(kind: WriteKind, entity: EntityDescription, count: Int)] {
+        var counts: [(kind: WriteKind, entity: EntityDescription, count: Int)] = []
+        var last = -1
+        for element in elements {
+            let key = entity(element)
+            if last < 0 || counts[last].entity !== key {
+                last = counts.firstIndex { $0.entity === key } ?? {
+                    counts.append((kind, key, 0))
+                    return counts.count - 1
+                }()
+            }
+            counts[last].count += 1
+        }
+        return counts
+    }
+
     static func grouped<Element>(_ elements: [Element], by entity: (Element) -> EntityDescription)
         -> [(EntityDescription, [Element])] {
         guard let first = elements.first.map(entity) else { return [] }
