@@ -171,8 +171,7 @@ import Testing
 
     /// A large map lets its objects go in the order of their addresses: each exactly once,
     /// those nothing else holds freed, the map usable again.
-    /// (10,000 objects fill 16,384 slots more than half, so the addresses are sorted in a
-    /// buffer of their own; 12,293 fill 32,768 less than half, and the table is room enough.)
+    /// (10,000 objects fill 16,384 slots more than half, 12,293 fill 32,768 less than half.)
     @Test(arguments: [10_000, IdentityMap.addressOrderThreshold * 3 + 5])
     func removingManyObjectsVisitsAndReleasesEachOnce(count: Int) throws {
         let entity = try #require(testModel.entitiesByName["Item"])

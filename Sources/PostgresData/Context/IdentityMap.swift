@@ -258,72 +258,51 @@ final class IdentityMap {
             placed = 0
             return
         }
-        // The table is given up: its slots, packed to the front, hold the objects' addresses
-        // while they are sorted, and it is freed once they have left (a context reset after a
-        // large fetch gives its memory back; the next registration makes a table again).
+        let count = placed
+        let references = UnsafeMutablePointer<UInt>.allocate(capacity: count)
+        defer { references.deallocate() }
         var taken = 0
         for index in 0...mask where slots[index] != 0 {
-            slots[taken] = slots[index] & ~15
+            references[taken] = slots[index] & ~7
             taken += 1
+            slots[index] = 0
         }
-        let size = mask + 1
-        let mapped = slotsAreMapped
-        self.slots = nil
-        mask = -1
         placed = 0
-        slotsAreMapped = false
-        sweepCursor = 0
-        if size - taken >= taken {
-            // The rest of the table, at most half full, is room enough to sort in.
-            Self.sortByAddress(slots, count: taken, scratch: slots + taken)
-        } else {
-            let scratch = UnsafeMutablePointer<UInt>.allocate(capacity: taken)
-            Self.sortByAddress(slots, count: taken, scratch: scratch)
-            scratch.deallocate()
-        }
+        Self.sortByAddress(references, count: taken)
         for index in 0..<taken {
-            let object = Self.unmanaged(slots[index])
+            let object = Self.unmanaged(references[index])
             leaving(object.takeUnretainedValue())
             object.release()
         }
-        Self.deallocateSlots(slots, count: size, mapped: mapped)
     }
 
     /// From how many objects ``removeAll(_:)`` frees them in address order.
     static let addressOrderThreshold = 4096
 
-    /// Sorts object addresses by their offset from the lowest, from bit 4 up (objects are
-    /// 16-byte aligned), using `scratch` (room for `count` more): a radix sort, 11 bits per
-    /// pass, as many passes as the addresses' spread needs up to three (objects less than
-    /// 64 MB apart take two); bits above the 37th stay in the order found.
-    private static func sortByAddress(_ addresses: UnsafeMutablePointer<UInt>, count: Int, scratch: UnsafeMutablePointer<UInt>) {
-        guard count > 1 else { return }
-        var low = UInt.max
-        var high = UInt.min
-        for index in 0..<count {
-            low = Swift.min(low, addresses[index])
-            high = Swift.max(high, addresses[index])
-        }
-        let spread = (high - low) >> 4
-        var passes = 1
-        while passes < 3 && spread >> UInt(11 * passes) != 0 { passes += 1 }
+    /// Sorts object addresses by their bits 4 to 36 (objects are 16-byte aligned): three
+    /// passes of a radix sort, a few milliseconds for a million.
+    private static func sortByAddress(_ addresses: UnsafeMutablePointer<UInt>, count: Int) {
+        let scratch = UnsafeMutablePointer<UInt>.allocate(capacity: count)
         let counts = UnsafeMutablePointer<Int>.allocate(capacity: 2049)
-        defer { counts.deallocate() }
+        defer {
+            scratch.deallocate()
+            counts.deallocate()
+        }
         var source = addresses
         var target = scratch
-        for pass in 0..<passes {
+        for pass in 0..<3 {
             let shift = UInt(4 + 11 * pass)
             counts.initialize(repeating: 0, count: 2049)
-            for index in 0..<count { counts[Int(((source[index] &- low) >> shift) & 2047) + 1] += 1 }
+            for index in 0..<count { counts[Int((source[index] >> shift) & 2047) + 1] += 1 }
             for bucket in 0..<2048 { counts[bucket + 1] += counts[bucket] }
             for index in 0..<count {
-                let bucket = Int(((source[index] &- low) >> shift) & 2047)
+                let bucket = Int((source[index] >> shift) & 2047)
                 target[counts[bucket]] = source[index]
                 counts[bucket] += 1
             }
             swap(&source, &target)
         }
-        // After an odd number of passes, the sorted addresses are in the scratch buffer.
+        // Three passes end in the scratch buffer.
         if source != addresses { addresses.update(from: source, count: count) }
     }
 
