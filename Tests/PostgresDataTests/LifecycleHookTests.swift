@@ -85,10 +85,22 @@ let meterAwakenings = Locked<[Int64: Int]>([:])
     }
 }
 
+/// How many stamps were initialised, inserted or fetched.
+let stampInitialisations = Locked(0)
+
+/// A class that overrides Core Data's designated initialiser, as ported code does.
+@Entity final class Stamp: ManagedObject {
+    var label = ""
+    required init(entity: EntityDescription, insertInto context: ManagedObjectContext?) {
+        stampInitialisations.withLock { $0 += 1 }
+        super.init(entity: entity, insertInto: context)
+    }
+}
+
 @Suite(.serialized) struct LifecycleHookTests {
     func container() async throws -> PersistentContainer {
         let configuration = try await TestDatabase.fresh(prefix: "pd_lifecycle")
-        let container = PersistentContainer(name: "Journals", model: ManagedObjectModel(Journal.self, JournalPage.self, RestlessJournal.self, Chapter.self, Meter.self))
+        let container = PersistentContainer(name: "Journals", model: ManagedObjectModel(Journal.self, JournalPage.self, RestlessJournal.self, Chapter.self, Meter.self, Stamp.self))
         try await container.loadPersistentStores(configuration: configuration, options: .init(createSchemaIfMissing: true))
         return container
     }
@@ -170,6 +182,27 @@ let meterAwakenings = Locked<[Int64: Int]>([:])
         #expect(Set(rows) == Set(saved))
         #expect(rows.contains { $0.hasSuffix(" -1 added by a hook") } && rows.contains { $0.hasSuffix(" 20 appendix, split") })
         #expect(!rows.contains { $0.hasSuffix(" draft") })
+    }
+
+    /// An override of `init(entity:insertInto:)` runs for every object: inserted ones and
+    /// the fetched ones a fetch makes.
+    @Test func anOverriddenDesignatedInitialiserRunsForInsertedAndFetchedObjects() async throws {
+        let container = try await container()
+        stampInitialisations.withLock { $0 = 0 }
+        let writer = container.newBackgroundContext()
+        try await writer.perform {
+            for label in ["a", "b", "c"] { Stamp(context: writer).label = label }
+            try writer.save()
+        }
+        #expect(stampInitialisations.withLock { $0 } == 3)
+        let reader = container.newBackgroundContext()
+        let labels = try await reader.perform {
+            var request = FetchRequest<Stamp>(sortDescriptors: [FetchSortDescriptor(key: "label")])
+            request.returnsObjectsAsFaults = false
+            return try reader.fetch(request).map(\.label)
+        }
+        #expect(labels == ["a", "b", "c"])
+        #expect(stampInitialisations.withLock { $0 } == 6)
     }
 
     /// The save announces its objects before the will-save hooks run and again after; an
