@@ -12,6 +12,9 @@ struct KeyRequest {
     private let slots: [Int]
     /// How many keys each entity needs, entities in the order they were first met.
     let counts: [(EntityDescription, Int)]
+    /// The inserted objects' membership when the request was made: while it holds, each
+    /// listed position still holds the object it named.
+    private let membership: ObjectSet.Membership
 
     /// The keys the inserted objects at `chosen` positions (all when nil) need: those still
     /// temporary and without an allocated key. Nil when none does.
@@ -45,6 +48,7 @@ struct KeyRequest {
             slots.append(slot)
         }
         guard !entities.isEmpty else { return nil }
+        membership = inserted.membership
         self.positions = positions
         self.slots = slots
         self.counts = Array(zip(entities, counts))
@@ -57,7 +61,8 @@ struct KeyRequest {
     /// entity are alike: a will-save hook may have deleted objects while the keys were on their
     /// way (the positions then hold other objects, or none), and each position's object takes
     /// the next key of its entity if it is still temporary and without one; keys left over are
-    /// unused, as a rolled-back `nextval`'s are.
+    /// unused, as a rolled-back `nextval`'s are. When no object joined or left the set since
+    /// the request was made, each position takes its key without its object being read again.
     func assign(_ allocated: [EntityDescription: [Int64]], to inserted: inout ObjectSet) throws {
         var keys: [[Int64]] = []
         for (entity, count) in counts {
@@ -67,6 +72,13 @@ struct KeyRequest {
             keys.append(allocatedKeys)
         }
         var next = [Int](repeating: 0, count: counts.count)
+        if inserted.membership == membership {
+            for (position, slot) in zip(positions, slots) {
+                inserted.setAllocatedKey(keys[slot][next[slot]], at: position)
+                next[slot] += 1
+            }
+            return
+        }
         for (position, slot) in zip(positions, slots) {
             guard let id = inserted.objectID(at: position), id.entity === counts[slot].0,
                   id.isTemporaryID, inserted.allocatedKey(at: position) == 0 else { continue }
