@@ -212,6 +212,12 @@ let uniquenessModel = ManagedObjectModel(Member.self, Visit.self, Badge.self)
         let version = try await container.rawIntegers("SELECT xmin::text::bigint FROM member")
         let context = container.newBackgroundContext()
         context.mergePolicy = .mergeByPropertyStoreTrump
+        let saves = Locked<[ContextDidSave]>([])
+        let observer = NotificationCenter.default.addObserver(
+            forName: ManagedObjectContext.didSaveObjectsNotification, object: context, queue: nil) { note in
+            if let payload = note.userInfo?["changes"] as? ContextDidSave { saves.withLock { $0.append(payload) } }
+        }
+        defer { NotificationCenter.default.removeObserver(observer) }
         try await context.perform {
             let member = Member(context: context)
             member.email = "ada@example.com"
@@ -221,6 +227,9 @@ let uniquenessModel = ManagedObjectModel(Member.self, Visit.self, Badge.self)
             visit.page = "/x"
             visit.member = member
             try context.save()
+            // The object that resolved to the row is announced as updated, the visit as inserted.
+            let announced = try #require(saves.withLock { $0.first })
+            #expect(announced.insertedObjectIDs == [visit.objectID] && announced.updatedObjectIDs == [existing])
             #expect(member.objectID == existing)
             #expect(member.name == "Ada" && member.visits == 3 && !member.hasChanges)
             // The object is the row's now: a change is an ordinary version-checked update.

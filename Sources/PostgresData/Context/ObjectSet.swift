@@ -83,6 +83,19 @@ struct ObjectSet: ExpressibleByDictionaryLiteral {
         }
     }
 
+    /// Calls `body` with each object, in the order they joined, borrowed from the set (no
+    /// retain and release of each): `body` must not change the set, which holds them all
+    /// throughout.
+    func forEachBorrowed(_ body: (ManagedObject) throws -> Void) rethrows {
+        try list.withUnsafeBufferPointer { slots in
+            guard let base = UnsafeRawPointer(slots.baseAddress) else { return }
+            for offset in 0..<slots.count {
+                guard let address = base.load(fromByteOffset: offset * MemoryLayout<ManagedObject?>.stride, as: UnsafeRawPointer?.self) else { continue }
+                try Unmanaged<ManagedObject>.fromOpaque(address)._withUnsafeGuaranteedRef(body)
+            }
+        }
+    }
+
     /// The position of `object`, if it is in the set.
     mutating func position(of object: ManagedObject) -> Int? {
         indexAppended()
