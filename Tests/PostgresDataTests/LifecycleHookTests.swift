@@ -97,10 +97,24 @@ let stampInitialisations = Locked(0)
     }
 }
 
+/// A scrap whose validation deletes the inserted scraps marked to drop: validation that
+/// changes the context (which it should not) must still leave the save sound.
+@Entity final class Scrap: ManagedObject {
+    var number = 0
+    var drop = false
+    override func validateForInsert() throws {
+        try super.validateForInsert()
+        guard let context = managedObjectContext, number == 0 else { return }
+        for object in context.insertedObjects {
+            if let scrap = object as? Scrap, scrap.drop { context.delete(scrap) }
+        }
+    }
+}
+
 @Suite(.serialized) struct LifecycleHookTests {
     func container() async throws -> PersistentContainer {
         let configuration = try await TestDatabase.fresh(prefix: "pd_lifecycle")
-        let container = PersistentContainer(name: "Journals", model: ManagedObjectModel(Journal.self, JournalPage.self, RestlessJournal.self, Chapter.self, Meter.self, Stamp.self))
+        let container = PersistentContainer(name: "Journals", model: ManagedObjectModel(Journal.self, JournalPage.self, RestlessJournal.self, Chapter.self, Meter.self, Stamp.self, Scrap.self))
         try await container.loadPersistentStores(configuration: configuration, options: .init(createSchemaIfMissing: true))
         return container
     }
@@ -182,6 +196,25 @@ let stampInitialisations = Locked(0)
         #expect(Set(rows) == Set(saved))
         #expect(rows.contains { $0.hasSuffix(" -1 added by a hook") } && rows.contains { $0.hasSuffix(" 20 appendix, split") })
         #expect(!rows.contains { $0.hasSuffix(" draft") })
+    }
+
+    /// The first scrap's validation deletes 60 of the 100 new scraps while the save walks
+    /// them (enough for the inserted set to close its holes): the walk goes on over the
+    /// objects it started with, and the save writes the 40 left.
+    @Test func validationThatDeletesInsertedObjectsLeavesTheSaveSound() async throws {
+        let container = try await container()
+        let context = container.newBackgroundContext()
+        try await context.perform {
+            for number in 0..<100 {
+                let scrap = Scrap(context: context)
+                scrap.number = number
+                scrap.drop = number % 5 < 3 && number > 0
+            }
+            try context.save()
+            #expect(!context.hasChanges)
+        }
+        let numbers = try await container.rawIntegers("SELECT number FROM scrap ORDER BY number")
+        #expect(numbers == (0..<100).filter { !($0 % 5 < 3 && $0 > 0) }.map(Int64.init))
     }
 
     /// An override of `init(entity:insertInto:)` runs for every object: inserted ones and

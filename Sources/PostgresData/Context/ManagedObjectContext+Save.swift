@@ -53,7 +53,7 @@ extension ManagedObjectContext {
             try await traced(.save, entity: nil) { try await saveToStore() }
             advanceQueryGeneration()
         }
-        for object in saved { object.didSave() }
+        saved.forEachBorrowed { $0.didSave() }
     }
 
     /// Runs `body` (the will-save hooks and validation) while the store allocates the keys of
@@ -193,7 +193,7 @@ extension ManagedObjectContext {
         func collect(_ body: () throws -> Void) throws {
             do { try body() } catch PostgresDataError.validation(let found) { failures += found }
         }
-        for object in insertedSet.values {
+        try insertedSet.forEachBorrowed { object in
             if object.entity.isAbstract {
                 let concrete = object.entity.fetchedEntities(includingSubentities: true).map(\.name)
                 failures.append(ValidationFailure(objectID: object.objectID, key: "",
@@ -201,8 +201,8 @@ extension ManagedObjectContext {
             }
             try collect(object.validateForInsert)
         }
-        for object in updatedSet.values { try collect(object.validateForUpdate) }
-        for object in deletedSet.values { try collect(object.validateForDelete) }
+        try updatedSet.forEachBorrowed { try collect($0.validateForUpdate) }
+        try deletedSet.forEachBorrowed { try collect($0.validateForDelete) }
         if !failures.isEmpty { throw PostgresDataError.validation(failures) }
     }
 

@@ -83,16 +83,13 @@ struct ObjectSet: ExpressibleByDictionaryLiteral {
         }
     }
 
-    /// Calls `body` with each object, in the order they joined, borrowed from the set (no
-    /// retain and release of each): `body` must not change the set, which holds them all
-    /// throughout.
+    /// Calls `body` with each object, in the order they joined, borrowed (no retain and
+    /// release of each): the objects as they were when the call began, which its own
+    /// reference to the list keeps alive should `body` change the set.
     func forEachBorrowed(_ body: (ManagedObject) throws -> Void) rethrows {
+        let list = self.list
         try list.withUnsafeBufferPointer { slots in
-            guard let base = UnsafeRawPointer(slots.baseAddress) else { return }
-            for offset in 0..<slots.count {
-                guard let address = base.load(fromByteOffset: offset * MemoryLayout<ManagedObject?>.stride, as: UnsafeRawPointer?.self) else { continue }
-                try Unmanaged<ManagedObject>.fromOpaque(address)._withUnsafeGuaranteedRef(body)
-            }
+            try ManagedObject.forEachBorrowed(in: UnsafeRawBufferPointer(slots), body)
         }
     }
 

@@ -25,7 +25,7 @@ extension ManagedObject {
         defer { context.hookChanges = nil }
         for round in 0..<100 {
             context.hookChanges = []
-            for object in pending { object.willSave() }
+            pending.forEachBorrowed { $0.willSave() }
             let touched = context.hookChanges ?? []
             context.hookChanges = nil
             context.processPendingChanges()
