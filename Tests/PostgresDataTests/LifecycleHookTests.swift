@@ -198,9 +198,9 @@ let stampInitialisations = Locked(0)
         #expect(!rows.contains { $0.hasSuffix(" draft") })
     }
 
-    /// The first scrap's validation deletes 60 of the 100 new scraps while the save walks
+    /// The first scrap's validation deletes 59 of the 100 new scraps while the save walks
     /// them (enough for the inserted set to close its holes): the walk goes on over the
-    /// objects it started with, and the save writes the 40 left.
+    /// objects it started with, and the save writes the 41 left.
     @Test func validationThatDeletesInsertedObjectsLeavesTheSaveSound() async throws {
         let container = try await container()
         let context = container.newBackgroundContext()
