@@ -159,13 +159,11 @@ extension ManagedObjectContext {
         let coordinator = persistentStoreCoordinator
         if !cached.isEmpty { coordinator.retainCachedRows(cached) }
         if !refreshed.isEmpty { coordinator.refreshCachedRows(refreshed) }
-        // By position, each object borrowed from the array (which holds it throughout): taking
-        // it out would retain and release each one around the call.
+        // Each object borrowed from the array, which holds it throughout: taking it out would
+        // retain and release each one around the call.
         objects.withUnsafeBufferPointer { objects in
-            guard let base = UnsafeRawPointer(objects.baseAddress) else { return }
-            for (offset, isAwakened) in awakened.enumerated() where isAwakened {
-                let object = Unmanaged<ManagedObject>.fromOpaque(base.load(fromByteOffset: (start + offset) * MemoryLayout<ManagedObject>.stride, as: UnsafeRawPointer.self))
-                object._withUnsafeGuaranteedRef { $0.awakeFromFetch() }
+            ManagedObject.forEachBorrowed(in: UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: objects[start...]))) { offset, object in
+                if awakened[offset] { object.awakeFromFetch() }
             }
         }
     }

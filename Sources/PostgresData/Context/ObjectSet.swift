@@ -89,7 +89,7 @@ struct ObjectSet: ExpressibleByDictionaryLiteral {
     func forEachBorrowed(_ body: (ManagedObject) throws -> Void) rethrows {
         let list = self.list
         try list.withUnsafeBufferPointer { slots in
-            try ManagedObject.forEachBorrowed(in: UnsafeRawBufferPointer(slots), body)
+            try ManagedObject.forEachBorrowed(in: UnsafeRawBufferPointer(slots)) { _, object in try body(object) }
         }
     }
 

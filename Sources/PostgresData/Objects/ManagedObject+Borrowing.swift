@@ -7,19 +7,20 @@ extension Array where Element == ManagedObject {
     func forEachBorrowed(_ body: (ManagedObject) throws -> Void) rethrows {
         let objects = self
         try objects.withUnsafeBufferPointer { objects in
-            try ManagedObject.forEachBorrowed(in: UnsafeRawBufferPointer(objects), body)
+            try ManagedObject.forEachBorrowed(in: UnsafeRawBufferPointer(objects)) { _, object in try body(object) }
         }
     }
 }
 
 extension ManagedObject {
-    /// Calls `body` with each object referenced by the words of `references` (a buffer of
-    /// `ManagedObject` or `ManagedObject?`, zero for nil), borrowed.
-    static func forEachBorrowed(in references: UnsafeRawBufferPointer, _ body: (ManagedObject) throws -> Void) rethrows {
+    /// Calls `body` with the position and the object of each word of `references` (a buffer
+    /// of `ManagedObject` or `ManagedObject?`; zero, nil, is skipped), the object borrowed:
+    /// the caller keeps the buffer and its objects alive throughout.
+    static func forEachBorrowed(in references: UnsafeRawBufferPointer, _ body: (Int, ManagedObject) throws -> Void) rethrows {
         let stride = MemoryLayout<UnsafeRawPointer?>.stride
-        for offset in Swift.stride(from: 0, to: references.count, by: stride) {
-            guard let address = references.load(fromByteOffset: offset, as: UnsafeRawPointer?.self) else { continue }
-            try Unmanaged<ManagedObject>.fromOpaque(address)._withUnsafeGuaranteedRef(body)
+        for position in 0..<references.count / stride {
+            guard let address = references.load(fromByteOffset: position * stride, as: UnsafeRawPointer?.self) else { continue }
+            try Unmanaged<ManagedObject>.fromOpaque(address)._withUnsafeGuaranteedRef { try body(position, $0) }
         }
     }
 }

@@ -195,44 +195,45 @@ struct SavePlan: Sendable {
 
     var isEmpty: Bool { statements.isEmpty }
 
-    /// Elements grouped by entity, in first-seen order. Saves touch few entities, so a linear
-    /// search by identity beats hashing every element; elements all of one entity (the usual
-    /// save) are their own group, not copied.
     /// The number of `elements` of each entity, entities in the order first met.
     static func counted<Element>(_ elements: [Element], as kind: WriteKind, by entity: (Element) -> EntityDescription)
         -> [(kind: WriteKind, entity: EntityDescription, count: Int)] {
         var counts: [(kind: WriteKind, entity: EntityDescription, count: Int)] = []
-        var last = -1
-        for element in elements {
-            let key = entity(element)
-            if last < 0 || counts[last].entity !== key {
-                last = counts.firstIndex { $0.entity === key } ?? {
-                    counts.append((kind, key, 0))
-                    return counts.count - 1
-                }()
-            }
-            counts[last].count += 1
-        }
+        forEachByEntity(elements, by: entity, met: { counts.append((kind, $0, 0)) }) { group, _ in counts[group].count += 1 }
         return counts
     }
 
+    /// Elements grouped by entity, in first-seen order; elements all of one entity (the usual
+    /// save) are their own group, not copied.
     static func grouped<Element>(_ elements: [Element], by entity: (Element) -> EntityDescription)
         -> [(EntityDescription, [Element])] {
         guard let first = elements.first.map(entity) else { return [] }
         if elements.allSatisfy({ entity($0) === first }) { return [(first, elements)] }
         var groups: [(EntityDescription, [Element])] = []
+        forEachByEntity(elements, by: entity, met: { groups.append(($0, [])) }) { group, element in groups[group].1.append(element) }
+        return groups
+    }
+
+    /// Calls `body` with each element and the number of its entity among those met before it
+    /// (`met` is told of each new one first). Saves touch few entities, so a linear search by
+    /// identity beats hashing every element, and runs of one entity search nothing.
+    private static func forEachByEntity<Element>(_ elements: [Element], by entity: (Element) -> EntityDescription,
+                                                 met: (EntityDescription) -> Void, _ body: (Int, Element) -> Void) {
+        var entities: [EntityDescription] = []
         var last = -1
         for element in elements {
             let key = entity(element)
-            if last < 0 || groups[last].0 !== key {
-                last = groups.firstIndex { $0.0 === key } ?? {
-                    groups.append((key, []))
-                    return groups.count - 1
-                }()
+            if last < 0 || entities[last] !== key {
+                if let known = entities.firstIndex(where: { $0 === key }) {
+                    last = known
+                } else {
+                    entities.append(key)
+                    met(key)
+                    last = entities.count - 1
+                }
             }
-            groups[last].1.append(element)
+            body(last, element)
         }
-        return groups
     }
 
     private mutating func planInserts(_ inserts: [Insert]) throws {
