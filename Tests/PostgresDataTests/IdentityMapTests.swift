@@ -259,10 +259,14 @@ import Testing
             }
             let temporary = new.map(\.objectID)
             var seen: [Int] = []
-            map.rekey(new) { index, object in
-                seen.append(index)
-                object.objectID = ManagedObjectID(entity: entity, primaryKey: 10_000 + Int64(index))
-                objects.append(object)
+            map.rekey(count: new.count) { rekey in
+                for (index, object) in new.enumerated() {
+                    rekey(object) {
+                        seen.append(index)
+                        object.objectID = ManagedObjectID(entity: entity, primaryKey: 10_000 + Int64(index))
+                        objects.append(object)
+                    }
+                }
             }
             #expect(seen == Array(0..<inserted))
             #expect(new.map { $0.objectID.primaryKey } == (0..<inserted).map { 10_000 + Int64($0) })

@@ -357,21 +357,21 @@ final class IdentityMap {
         }
     }
 
-    /// Gives registered objects new IDs (`change` sets them, given each object's index in
-    /// `objects`), keeping them registered. Many
-    /// at once (a save's inserted objects taking their keys) cost one pass over the table
-    /// rather than a removal and an insertion each.
-    func rekey(_ objects: [ManagedObject], _ change: (_ index: Int, ManagedObject) -> Void) {
-        guard objects.count >= 64, objects.count * 4 >= count else {
+    /// Gives `count` registered objects new IDs, keeping them registered: `changeAll` calls
+    /// the function it is handed with each object and the change of its ID. Many at once (a
+    /// save's inserted objects taking their keys) cost one pass over the table rather than a
+    /// removal and an insertion each.
+    func rekey(count: Int, _ changeAll: (_ rekey: (ManagedObject, () -> Void) -> Void) -> Void) {
+        guard count >= 64, count * 4 >= self.count else {
             place()
-            for (index, object) in objects.enumerated() {
+            changeAll { object, change in
                 remove(object.objectID)
-                change(index, object)
+                change()
                 insert(object)
             }
             return
         }
-        for (index, object) in objects.enumerated() { change(index, object) }
+        changeAll { _, change in change() }
         // The table's objects are placed again under their new IDs; those waiting (a save's
         // new objects, usually) go on waiting, under theirs: new keys are no one else's.
         guard placed > 0 else { return }

@@ -54,6 +54,25 @@ extension ManagedObjectContext {
         object.awakeFromInsert()
     }
 
+    /// ``insert(_:)`` for an object its initialiser has just made with `entity` (an unassigned
+    /// ID, the entity's default values, in no context), with what the general path checks
+    /// skipped and the entity passed in rather than read from the object each time.
+    func insertNewlyMade(_ object: ManagedObject, of entity: EntityDescription) {
+        guard persistentStoreCoordinator.managedObjectModel.owns(entity) else { return insert(object) }
+        assertOnQueue()
+        willChangeForUndo(object)
+        let id = ManagedObjectID.temporary(for: entity)
+        object.objectID = id
+        registered.insertNew(object)
+        object.managedObjectContext = self
+        object.isInsertedStorage = true
+        insertedSet.appendNew(object)
+        if parent == nil, !isReadOnly { (keyReservation ?? makeKeyReservation()).noteInserted(entity) }
+        pendingChanges.inserted.append(id)
+        hookChanges?.append(object)
+        object.awakeFromInsert()
+    }
+
     private func makeKeyReservation() -> KeyReservation {
         let reservation = KeyReservation(coordinator: persistentStoreCoordinator)
         keyReservation = reservation

@@ -408,29 +408,34 @@ extension ManagedObjectContext {
     /// their permanent IDs, everywhere in the context: the identity map, foreign-key values and
     /// loaded relationships that point at them.
     func makeAllocatedKeysPermanent(at chosen: [Int]? = nil) {
-        var destinations: Set<EntityDescription> = []
-        // Runs of objects of one entity (the usual save) hash their entity once.
-        var last: EntityDescription?
-        var objects: [ManagedObject] = []
-        var keys: [Int64] = []
-        var positions: [Int] = []
         let inserted = insertedSet
         // (An object listed twice takes its key once.)
         let candidates = chosen.map { Set($0).sorted() }
-        for offset in 0..<(candidates?.count ?? inserted.endPosition) {
-            let position = candidates?[offset] ?? offset
-            guard let object = inserted.object(at: position) else { continue }
-            let key = inserted.allocatedKey(at: position)
-            guard key != 0, object.objectID.isTemporaryID else { continue }
-            objects.append(object)
-            keys.append(key)
-            positions.append(position)
-            guard object.entity !== last else { continue }
-            last = object.entity
-            destinations.insert(object.entity)
+        /// Each object taking its key, borrowed: one with a key and a temporary ID still.
+        func forEachTakingKey(_ body: (_ position: Int, _ key: Int64, ManagedObject) -> Void) {
+            inserted.forEachBorrowed(at: candidates) { position, object in
+                let key = inserted.allocatedKey(at: position)
+                guard key != 0, object.objectID.isTemporaryID else { return }
+                body(position, key, object)
+            }
         }
-        guard !objects.isEmpty else { return }
         let model = persistentStoreCoordinator.managedObjectModel
+        var destinations: Set<EntityDescription> = []
+        // At most this many take their keys: exactly, unless nothing can point at them.
+        var count = candidates?.count ?? inserted.count
+        if model.entities.contains(where: { !$0.relationshipIndices.isEmpty }) {
+            count = 0
+            // Runs of objects of one entity (the usual save) hash their entity once.
+            var last: ObjectIdentifier?
+            forEachTakingKey { _, _, object in
+                count += 1
+                let entity = object.entity
+                guard ObjectIdentifier(entity) != last else { return }
+                last = ObjectIdentifier(entity)
+                destinations.insert(entity)
+            }
+        }
+        guard count > 0 else { return }
         let referenced = model.entities.contains { entity in
             entity.properties.indices.contains { entity.properties[$0].relationship != nil && destinations.contains(entity.destination(of: $0)) }
         }
@@ -451,8 +456,13 @@ extension ManagedObjectContext {
                 }
             }
         }
-        registered.rekey(objects) { index, object in
-            object.objectID = ManagedObjectID(entity: object.entity, primaryKey: keys[index])
+        var positions: [Int] = []
+        positions.reserveCapacity(count)
+        registered.rekey(count: count) { rekey in
+            forEachTakingKey { position, key, object in
+                positions.append(position)
+                rekey(object) { object.objectID = ManagedObjectID(entity: object.entity, primaryKey: key) }
+            }
         }
         for position in positions { insertedSet.setAllocatedKey(0, at: position) }
     }

@@ -87,9 +87,21 @@ struct ObjectSet: ExpressibleByDictionaryLiteral {
     /// release of each): the objects as they were when the call began, which its own
     /// reference to the list keeps alive should `body` change the set.
     func forEachBorrowed(_ body: (ManagedObject) throws -> Void) rethrows {
+        try forEachBorrowed(at: nil) { _, object in try body(object) }
+    }
+
+    /// Calls `body` with the position and the object, borrowed, of each object at `positions`
+    /// (every object when nil, in the order they joined), as ``forEachBorrowed(_:)`` does.
+    func forEachBorrowed(at positions: [Int]?, _ body: (Int, ManagedObject) throws -> Void) rethrows {
         let list = self.list
         try list.withUnsafeBufferPointer { slots in
-            try ManagedObject.forEachBorrowed(in: UnsafeRawBufferPointer(slots)) { _, object in try body(object) }
+            guard let positions else {
+                return try ManagedObject.forEachBorrowed(in: UnsafeRawBufferPointer(slots), body)
+            }
+            for position in positions where slots.indices.contains(position) {
+                guard let object = slots[position] else { continue }
+                try body(position, object)
+            }
         }
     }
 

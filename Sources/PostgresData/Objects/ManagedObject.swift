@@ -357,7 +357,7 @@ open class ManagedObject: Hashable, CustomStringConvertible {
             context.recordingErrors { throw PostgresDataError.invalidRequest(reason) }
             return
         }
-        context.insert(self)
+        context.insertNewlyMade(self, of: entity)
     }
 
     /// A fault for a row, not registered anywhere yet: the context that makes it sets its ID

@@ -208,31 +208,37 @@ struct SavePlan: Sendable {
     static func grouped<Element>(_ elements: [Element], by entity: (Element) -> EntityDescription)
         -> [(EntityDescription, [Element])] {
         guard let first = elements.first.map(entity) else { return [] }
-        if elements.allSatisfy({ entity($0) === first }) { return [(first, elements)] }
+        let ofOneEntity = elements.withUnsafeBufferPointer { elements in
+            elements.indices.allSatisfy { entity(elements[$0]) === first }
+        }
+        if ofOneEntity { return [(first, elements)] }
         var groups: [(EntityDescription, [Element])] = []
-        forEachByEntity(elements, by: entity, met: { groups.append(($0, [])) }) { group, element in groups[group].1.append(element) }
+        forEachByEntity(elements, by: entity, met: { groups.append(($0, [])) }) { group, index in groups[group].1.append(elements[index]) }
         return groups
     }
 
-    /// Calls `body` with each element and the number of its entity among those met before it
-    /// (`met` is told of each new one first). Saves touch few entities, so a linear search by
-    /// identity beats hashing every element, and runs of one entity search nothing.
+    /// Calls `body` with the index of each element and the number of its entity among those met
+    /// before it (`met` is told of each new one first). Saves touch few entities, so a linear search by
+    /// identity beats hashing every element, and runs of one entity search nothing. Elements
+    /// are read in place (a copy of each would retain what it holds).
     private static func forEachByEntity<Element>(_ elements: [Element], by entity: (Element) -> EntityDescription,
-                                                 met: (EntityDescription) -> Void, _ body: (Int, Element) -> Void) {
+                                                 met: (EntityDescription) -> Void, _ body: (_ group: Int, _ index: Int) -> Void) {
         var entities: [EntityDescription] = []
         var last = -1
-        for element in elements {
-            let key = entity(element)
-            if last < 0 || entities[last] !== key {
-                if let known = entities.firstIndex(where: { $0 === key }) {
-                    last = known
-                } else {
-                    entities.append(key)
-                    met(key)
-                    last = entities.count - 1
+        elements.withUnsafeBufferPointer { elements in
+            for index in elements.indices {
+                let key = entity(elements[index])
+                if last < 0 || entities[last] !== key {
+                    if let known = entities.firstIndex(where: { $0 === key }) {
+                        last = known
+                    } else {
+                        entities.append(key)
+                        met(key)
+                        last = entities.count - 1
+                    }
                 }
+                body(last, index)
             }
-            body(last, element)
         }
     }
 
