@@ -70,7 +70,7 @@ try await connection.execute(script: """
                        done boolean NOT NULL DEFAULT false, weight integer NOT NULL DEFAULT 0);
     """)
 let version = await connection.parameterStatus("server_version") ?? "?"
-print("postgres-data-bench: PostgreSQL \(version), \(rows.formatted()) rows, median of \(runs) runs, A/B alternating\n")
+print("postgres-data-bench: PostgreSQL \(version), \(rows.formatted()) rows, \(runs) pairs of runs (A B, then B A, …): medians, and the median of the pairs' ratios\n")
 
 var report: [Row] = []
 
@@ -119,27 +119,31 @@ for workload in workloads where only.map(workload.name.contains) ?? true {
     var rawTimes: [Double] = []
     var clientPeak = 0, rawPeak = 0
     var clientGrowth = 0, rawGrowth = 0
-    for _ in 0..<runs {
+    /// One timed run of a side, after the workload's untimed preparation.
+    func measure(_ body: () async throws -> Void, peak: inout Int, growth: inout Int) async throws -> Double {
         try await workload.prepare()
-        var watch = MemoryWatch()
-        var start = ContinuousClock.now
-        try await workload.client()
-        clientTimes.append(milliseconds(ContinuousClock.now - start))
-        var memory = watch.read()
-        clientPeak = max(clientPeak, memory.peakMiB)
-        clientGrowth = max(clientGrowth, memory.growthMiB)
-
-        try await workload.prepare()
-        watch = MemoryWatch()
-        start = ContinuousClock.now
-        try workload.raw()
-        rawTimes.append(milliseconds(ContinuousClock.now - start))
-        memory = watch.read()
-        rawPeak = max(rawPeak, memory.peakMiB)
-        rawGrowth = max(rawGrowth, memory.growthMiB)
+        let watch = MemoryWatch()
+        let start = ContinuousClock.now
+        try await body()
+        let elapsed = milliseconds(ContinuousClock.now - start)
+        let memory = watch.read()
+        peak = max(peak, memory.peakMiB)
+        growth = max(growth, memory.growthMiB)
+        return elapsed
+    }
+    // Pairs run A B, then B A, and so on: neither side always runs first after the other's
+    // run, and each pair's ratio compares two runs made moments apart.
+    for pair in 0..<runs {
+        if pair % 2 == 0 {
+            clientTimes.append(try await measure({ try await workload.client() }, peak: &clientPeak, growth: &clientGrowth))
+            rawTimes.append(try await measure({ try workload.raw() }, peak: &rawPeak, growth: &rawGrowth))
+        } else {
+            rawTimes.append(try await measure({ try workload.raw() }, peak: &rawPeak, growth: &rawGrowth))
+            clientTimes.append(try await measure({ try await workload.client() }, peak: &clientPeak, growth: &clientGrowth))
+        }
     }
     let row = Row(workload: workload.name, clientMilliseconds: median(clientTimes), rawMilliseconds: median(rawTimes),
-                  ratio: median(clientTimes) / median(rawTimes), clientPeakMiB: clientPeak, rawPeakMiB: rawPeak,
+                  ratio: median(zip(clientTimes, rawTimes).map { $0 / $1 }), clientPeakMiB: clientPeak, rawPeakMiB: rawPeak,
                   clientGrowthMiB: clientGrowth, rawGrowthMiB: rawGrowth)
     report.append(row)
     printRow(row)
