@@ -24,6 +24,29 @@ import Testing
     @Relationship(inverse: \ColumnSample.owner) var samples: Set<ColumnSample>
 }
 
+/// Attributes of the types whose getters read a fetched object's column directly.
+@Entity final class RequiredColumnSample: ManagedObject {
+    var number = 0
+    var small: Int16 = 0
+    var medium: Int32 = 0
+    var huge: Int64 = 0
+    var ratio: Double = 0
+    var flag = false
+    var at = Date(timeIntervalSinceReferenceDate: 0)
+    var label = ""
+
+    /// Every attribute, as read through the getters.
+    var reading: [String] {
+        ["\(number)", "\(small)", "\(medium)", "\(huge)", "\(ratio)", "\(flag)", "\(at.timeIntervalSinceReferenceDate)", label]
+    }
+
+    /// What row `number` holds.
+    static func expected(_ number: Int) -> [String] {
+        ["\(number)", "\(Int16(number) * (number % 2 == 0 ? -1 : 1))", "\(Int32(number) << 12)", "\(Int64(number) * 10_000_000_019)",
+         "\(Double(number) / 8)", "\(number % 3 == 1)", "\(Double(number) * 86_400.5)", number % 2 == 0 ? "r\(number)" : "a label long enough for the heap, row \(number)"]
+    }
+}
+
 /// Fetched rows keep their values in typed columns (``DecodedRows``): every kind of column,
 /// with and without NULLs, over more rows than one chunk holds, reads back as it was saved.
 @Suite struct DecodedRowsTests {
@@ -119,6 +142,55 @@ import Testing
         let mismatches = await context.perform { Self.mismatches(result.finalResult ?? []) }
         #expect(mismatches.isEmpty, "\(mismatches.prefix(3))")
         #expect(await context.perform { result.finalResult?.count } == Self.rows)
+    }
+
+    /// The getters of required strings, integers, doubles, booleans and dates read a fetched
+    /// object's column straight; an object's own values (changed, or inserted) and faults read
+    /// as before.
+    @Test func requiredAttributesReadFromTheirColumnsAsFromTheirValues() async throws {
+        let configuration = try await TestDatabase.fresh(prefix: "pd_columns")
+        let model = ManagedObjectModel(RequiredColumnSample.self)
+        let writer = PersistentContainer(name: "Required", model: model)
+        try await writer.loadPersistentStores(configuration: configuration, options: .init(createSchemaIfMissing: true))
+        let inserted = try await writer.performBackgroundTask { context in
+            let samples = (0..<Self.rows).map { number in
+                let sample = RequiredColumnSample(context: context)
+                let expected = RequiredColumnSample.expected(number)
+                sample.number = number
+                sample.small = Int16(expected[1])!; sample.medium = Int32(expected[2])!; sample.huge = Int64(expected[3])!
+                sample.ratio = Double(expected[4])!; sample.flag = expected[5] == "true"
+                sample.at = Date(timeIntervalSinceReferenceDate: Double(expected[6])!); sample.label = expected[7]
+                return sample
+            }
+            try context.save()
+            return samples.enumerated().filter { $1.reading != RequiredColumnSample.expected($0) }.count
+        }
+        #expect(inserted == 0)
+        let reader = PersistentContainer(name: "Required", model: model)
+        try await reader.loadPersistentStores(configuration: configuration)
+        for asFaults in [false, true] {
+            let mismatches = try await reader.performBackgroundTask { context in
+                var request = FetchRequest<RequiredColumnSample>(sortDescriptors: [FetchSortDescriptor(key: "number")])
+                request.returnsObjectsAsFaults = asFaults
+                let samples = try context.fetch(request)
+                try #require(samples.count == Self.rows)
+                var mismatches = samples.enumerated().compactMap { position, sample in
+                    sample.reading == RequiredColumnSample.expected(position) ? nil : "row \(position): \(sample.reading)"
+                }
+                // A change gives the object values of its own: the changed one reads as set,
+                // the others as fetched.
+                let changed = samples[7]
+                changed.label = "changed"
+                changed.huge = -1
+                var expected = RequiredColumnSample.expected(7)
+                expected[3] = "-1"
+                expected[7] = "changed"
+                if changed.reading != expected { mismatches.append("changed: \(changed.reading)") }
+                return mismatches
+            }
+            let count = mismatches.count
+            #expect(count == 0, "as faults: \(asFaults): \(mismatches.prefix(3))")
+        }
     }
 
     @Test func aChangedObjectStillReportsItsCommittedValues() async throws {

@@ -262,6 +262,16 @@ open class ManagedObject: Hashable, CustomStringConvertible {
         return ownValues[index]
     }
 
+    /// Property `index` as `Value` when the object reads it from a decoded row shared with
+    /// its fetch and nothing needs loading first (not a fault, no side object, hence no
+    /// properties missing): the column's value, no ``AttributeValue`` made. Nil otherwise,
+    /// and for NULL: the caller then reads ``primitiveValue(at:)``.
+    @inline(__always)
+    func sharedColumnValue<Value: ColumnReadable>(_ type: Value.Type, at index: Int) -> Value? {
+        guard valuesInSnapshot, !isFaultStorage, case nil = side, let storedRow else { return nil }
+        return storedRow.typedValue(type, at: index)
+    }
+
     /// Sets the value of property `index` where the object keeps its own values, in place
     /// (an object reading its snapshot's values takes a copy of them first).
     @inline(__always)

@@ -95,6 +95,18 @@ final class DecodedRows: @unchecked Sendable {
         }
     }
 
+    /// Property `property`'s value in row `row` as `Value`, read from its column with no
+    /// ``AttributeValue`` made: nil when the column is not of that kind or holds NULL there
+    /// (the caller then reads through ``value(row:property:)``).
+    @inline(__always)
+    func typedValue<Value: ColumnReadable>(_ type: Value.Type, row: Int, property: Int) -> Value? {
+        guard layout.kinds[property] == Value.columnKind else { return nil }
+        let values = storage + count * layout.valueOffsets[property]
+        let nulls = layout.nullOffsets[property]
+        if nulls >= 0, (storage + count * nulls).load(fromByteOffset: row, as: UInt8.self) != 0 { return nil }
+        return Value.read(values, row: row)
+    }
+
     /// The values of row `row`, one per property, in an array of their own.
     func values(at row: Int) -> PropertyValues {
         PropertyValues((0..<width).map { value(row: row, property: $0) })
@@ -179,5 +191,53 @@ final class DecodedRows: @unchecked Sendable {
             self.nullOffsets = nullOffsets
             self.rowBytes = offset
         }
+    }
+}
+
+/// A type ``DecodedRows`` hands out straight from its column (``DecodedRows/typedValue(_:row:property:)``).
+protocol ColumnReadable {
+    static var columnKind: DecodedRows.Layout.Kind { get }
+    /// The value in row `row` of a column of ``columnKind`` starting at `values`; nil for NULL.
+    static func read(_ values: UnsafeMutableRawPointer, row: Int) -> Self?
+}
+
+extension String: ColumnReadable {
+    static var columnKind: DecodedRows.Layout.Kind { .string }
+    @inline(__always)
+    static func read(_ values: UnsafeMutableRawPointer, row: Int) -> String? {
+        values.assumingMemoryBound(to: String?.self)[row]
+    }
+}
+
+extension Int64: ColumnReadable {
+    static var columnKind: DecodedRows.Layout.Kind { .integer }
+    @inline(__always)
+    static func read(_ values: UnsafeMutableRawPointer, row: Int) -> Int64? {
+        values.load(fromByteOffset: row &* 8, as: Int64.self)
+    }
+}
+
+extension Double: ColumnReadable {
+    static var columnKind: DecodedRows.Layout.Kind { .double }
+    @inline(__always)
+    static func read(_ values: UnsafeMutableRawPointer, row: Int) -> Double? {
+        values.load(fromByteOffset: row &* 8, as: Double.self)
+    }
+}
+
+extension Date: ColumnReadable {
+    static var columnKind: DecodedRows.Layout.Kind { .date }
+    @inline(__always)
+    static func read(_ values: UnsafeMutableRawPointer, row: Int) -> Date? {
+        Date(timeIntervalSinceReferenceDate: values.load(fromByteOffset: row &* 8, as: Double.self))
+    }
+}
+
+extension Bool: ColumnReadable {
+    static var columnKind: DecodedRows.Layout.Kind { .boolean }
+    @inline(__always)
+    static func read(_ values: UnsafeMutableRawPointer, row: Int) -> Bool? {
+        let flag = values.load(fromByteOffset: row, as: UInt8.self)
+        return flag == DecodedRows.Layout.nullBoolean ? nil : flag != 0
     }
 }

@@ -65,6 +65,14 @@ struct RowSnapshot: Sendable {
         }
     }
 
+    /// Property `index` as `Value`, read from the column of a row of ``DecodedRows`` without an
+    /// ``AttributeValue`` made; nil for other rows, other kinds of column and NULL.
+    @inline(__always)
+    func typedValue<Value: ColumnReadable>(_ type: Value.Type, at index: Int) -> Value? {
+        guard case .shared(let rows) = storage else { return nil }
+        return rows.typedValue(type, row: Int(row), property: index)
+    }
+
     /// True for a row of ``DecodedRows``: an object filled with it reads its values here
     /// until it changes one.
     var isShared: Bool {
