@@ -12,10 +12,7 @@ func makeReplicaWorkloads(plain: PersistentContainer, replicated: PersistentCont
     let count = 200
     let waitForReplay: () async throws -> Void = {
         try await fillItems(connection, rows: 1_000)
-        let target = try await connection.query("SELECT pg_current_wal_insert_lsn()::text")[0].decode(String.self, at: 0)
-        while try await !standby.query("SELECT pg_last_wal_replay_lsn() >= $1::pg_lsn", target)[0].decode(Bool.self, at: 0) {
-            try await Task.sleep(for: .milliseconds(5))
-        }
+        try await waitForStandbyReplay(of: connection, on: standby)
     }
     let saves: @Sendable (PersistentContainer) async throws -> Void = { container in
         let context = container.newBackgroundContext()
@@ -70,4 +67,12 @@ private func saveItem(named name: String, in context: ManagedObjectContext) thro
     item.name = name
     item.createdAt = epoch
     try context.save()
+}
+
+/// Returns once `standby` has replayed all the WAL `primary` has written so far.
+func waitForStandbyReplay(of primary: Connection, on standby: Connection) async throws {
+    let target = try await primary.query("SELECT pg_current_wal_insert_lsn()::text")[0].decode(String.self, at: 0)
+    while try await !standby.query("SELECT pg_last_wal_replay_lsn() >= $1::pg_lsn", target)[0].decode(Bool.self, at: 0) {
+        try await Task.sleep(for: .milliseconds(5))
+    }
 }

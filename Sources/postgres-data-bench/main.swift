@@ -64,6 +64,7 @@ if let fromEnvironment = try Configuration.fromEnvironment() {
 }
 let connection = try await Connection.connect(configuration)
 let raw = try RawConnection(configuration)
+let standbyConnection: Connection? = if let standby { try await Connection.connect(standby.configuration) } else { nil }
 try await connection.execute(script: """
     DROP TABLE IF EXISTS items;
     CREATE TABLE items(id bigserial PRIMARY KEY, name text NOT NULL, created_at timestamptz NOT NULL,
@@ -107,12 +108,12 @@ var workloads = makeWorkloads(client: connection, raw: raw, rows: rows)
     + makeFetchWorkloads(container: container, client: connection, raw: raw, rows: rows)
     + makeObjectWorkloads(container: container, client: connection, raw: raw, rows: rows)
     + makeHistoryWorkloads(plain: container, tracked: tracked, client: connection, rows: rows)
-if let standby {
+if let standby, let standbyConnection {
     let replicated = PersistentContainer(name: "Replicated", model: ManagedObjectModel(BenchItem.self))
     try await replicated.loadPersistentStores(configuration: configuration,
                                               options: .init(readReplicaConfiguration: standby.configuration))
     workloads += makeReplicaWorkloads(plain: container, replicated: replicated, client: connection,
-                                      standby: try await Connection.connect(standby.configuration))
+                                      standby: standbyConnection)
 }
 for workload in workloads where only.map(workload.name.contains) ?? true {
     var clientTimes: [Double] = []
@@ -122,6 +123,8 @@ for workload in workloads where only.map(workload.name.contains) ?? true {
     /// One timed run of a side, after the workload's untimed preparation.
     func measure(_ body: () async throws -> Void, peak: inout Int, growth: inout Int) async throws -> Double {
         try await workload.prepare()
+        // The standby replaying what earlier runs wrote would take a core from this one.
+        if let standbyConnection { try await waitForStandbyReplay(of: connection, on: standbyConnection) }
         let watch = MemoryWatch()
         let start = ContinuousClock.now
         try await body()
