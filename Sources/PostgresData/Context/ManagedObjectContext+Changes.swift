@@ -34,21 +34,17 @@ extension ManagedObjectContext {
             isNew = true
         }
         if isNew {
-            registered.insertNew(object)
-        } else {
-            // One probe: registered here unless an object with its ID is.
-            guard registered.insert(object).inserted else { return }
+            if object.values.isEmpty { object.values = PropertyValues(object.entity.placeholderValues) }
+            object.isFaultStorage = false
+            return enterNew(object, of: object.entity)
         }
+        // One probe: registered here unless an object with its ID is.
+        guard registered.insert(object).inserted else { return }
         if object.values.isEmpty { object.values = PropertyValues(object.entity.placeholderValues) }
         object.isFaultStorage = false
         object.managedObjectContext = self
         object.isInsertedStorage = true
-        if isNew {
-            insertedSet.appendNew(object)
-            if parent == nil, !isReadOnly { (keyReservation ?? makeKeyReservation()).noteInserted(object.entity) }
-        } else {
-            insertedSet[key] = object
-        }
+        insertedSet[key] = object
         pendingChanges.inserted.append(object.objectID)
         hookChanges?.append(object)
         object.awakeFromInsert()
@@ -61,14 +57,19 @@ extension ManagedObjectContext {
         guard persistentStoreCoordinator.managedObjectModel.owns(entity) else { return insert(object) }
         assertOnQueue()
         willChangeForUndo(object)
-        let id = ManagedObjectID.temporary(for: entity)
-        object.objectID = id
+        object.objectID = .temporary(for: entity)
+        enterNew(object, of: entity)
+    }
+
+    /// Registers and lists as inserted an object that has just taken a fresh temporary ID of
+    /// `entity`, which no registered object has: no probe of either table.
+    private func enterNew(_ object: ManagedObject, of entity: EntityDescription) {
         registered.insertNew(object)
         object.managedObjectContext = self
         object.isInsertedStorage = true
         insertedSet.appendNew(object)
         if parent == nil, !isReadOnly { (keyReservation ?? makeKeyReservation()).noteInserted(entity) }
-        pendingChanges.inserted.append(id)
+        pendingChanges.inserted.append(object.objectID)
         hookChanges?.append(object)
         object.awakeFromInsert()
     }

@@ -78,19 +78,16 @@ final class DecodedRows: @unchecked Sendable {
         if nulls >= 0, (storage + count * nulls).load(fromByteOffset: row, as: UInt8.self) != 0 { return .null }
         switch layout.kinds[property] {
         case .absent: return .null
-        case .integer: return .integer(values.load(fromByteOffset: row &* 8, as: Int64.self))
-        case .double: return .double(values.load(fromByteOffset: row &* 8, as: Double.self))
+        case .integer: return Int64.read(values, row: row).map(AttributeValue.integer) ?? .null
+        case .double: return Double.read(values, row: row).map(AttributeValue.double) ?? .null
         case .float: return .float(values.load(fromByteOffset: row &* 4, as: Float.self))
-        case .date: return .date(Date(timeIntervalSinceReferenceDate: values.load(fromByteOffset: row &* 8, as: Double.self)))
+        case .date: return Date.read(values, row: row).map(AttributeValue.date) ?? .null
         case .key:
-            return .object(ManagedObjectID(entity: layout.destinations[property].unsafelyUnwrapped,
-                                           primaryKey: values.load(fromByteOffset: row &* 8, as: Int64.self)))
-        case .boolean:
-            let flag = values.load(fromByteOffset: row, as: UInt8.self)
-            return flag == Layout.nullBoolean ? .null : .boolean(flag != 0)
-        case .string:
-            guard let string = values.assumingMemoryBound(to: String?.self)[row] else { return .null }
-            return .string(string)
+            return Int64.read(values, row: row).map { key in
+                .object(ManagedObjectID(entity: layout.destinations[property].unsafelyUnwrapped, primaryKey: key))
+            } ?? .null
+        case .boolean: return Bool.read(values, row: row).map(AttributeValue.boolean) ?? .null
+        case .string: return String.read(values, row: row).map(AttributeValue.string) ?? .null
         case .general: return values.assumingMemoryBound(to: AttributeValue.self)[row]
         }
     }
