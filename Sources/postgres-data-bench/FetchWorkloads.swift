@@ -227,16 +227,22 @@ func rawFetchKeys(_ raw: RawConnection, rows: Int) throws {
 /// and read; `keeping` every struct until the end (an asynchronous fetch's final result) or
 /// releasing each batch (a batch walk).
 func rawCursorVersionedStructs(_ raw: RawConnection, rows: Int, keeping: Bool) throws {
+    // Kept structs are decoded straight into the final array (no copy of each batch into it).
     var kept: [Item] = []
     if keeping { kept.reserveCapacity(rows) }
     var sum = 0
     var batchItems: [Item] = []
     batchItems.reserveCapacity(10_000)
     let count = try rawCursorBatches(raw) { result, batch in
-        for row in 0..<batch { batchItems.append(rawVersionedItem(result, row)) }
-        for item in batchItems { sum &+= item.checksum }
-        if keeping { kept += batchItems }
-        batchItems.removeAll(keepingCapacity: true)
+        if keeping {
+            let first = kept.count
+            for row in 0..<batch { kept.append(rawVersionedItem(result, row)) }
+            for item in kept[first...] { sum &+= item.checksum }
+        } else {
+            for row in 0..<batch { batchItems.append(rawVersionedItem(result, row)) }
+            for item in batchItems { sum &+= item.checksum }
+            batchItems.removeAll(keepingCapacity: true)
+        }
     }
     try expectRows(count, rows, "raw cursor")
     Sink.shared.add(sum &+ kept.count)

@@ -8,7 +8,7 @@ import PostgresDataTesting
 // postgres-data-bench: every workload through PostgresClient (A) and through raw libpq (B),
 // alternating A B A B in one process run, medians printed with their ratio and peak memory.
 //
-//   swift run -c release postgres-data-bench [--rows N] [--runs N] [--cancel-runs N] [--merge-runs N] [--json PATH] [--only TEXT]
+//   swift run -c release postgres-data-bench [--rows N] [--runs N] [--cancel-runs N] [--merge-runs N] [--json PATH] [--only TEXT|TEXT…]
 //
 // Without DATABASE_URL it starts a throwaway PostgreSQL with durable settings (fsync on).
 // Before each run freed memory goes back to the system (malloc_trim), so peaks are per run
@@ -30,6 +30,10 @@ var recordFolder: String?
 var comparePath: String?
 var commit = ProcessInfo.processInfo.environment["BENCH_COMMIT"] ?? "unknown"
 var only: String?
+/// Whether `--only` selects a workload (true without it): one of its `|`-separated texts passes `test`.
+@MainActor func selects(_ test: (Substring) -> Bool) -> Bool {
+    only.map { $0.split(separator: "|").contains(where: test) } ?? true
+}
 var requestConcurrencies = [1, 8, 64, 10_000]
 var arguments = CommandLine.arguments.dropFirst().makeIterator()
 while let argument = arguments.next() {
@@ -46,7 +50,7 @@ while let argument = arguments.next() {
     case "--concurrency":
         requestConcurrencies = (arguments.next() ?? "").split(separator: ",").compactMap { Int($0) }.filter { $0 > 0 }
     default:
-        print("usage: postgres-data-bench [--rows N] [--runs N] [--cancel-runs N] [--merge-runs N] [--json PATH] [--record FOLDER] [--compare PATH] [--commit HASH] [--only TEXT] [--concurrency 1,8,64,10000]")
+        print("usage: postgres-data-bench [--rows N] [--runs N] [--cancel-runs N] [--merge-runs N] [--json PATH] [--record FOLDER] [--compare PATH] [--commit HASH] [--only TEXT|TEXT…] [--concurrency 1,8,64,10000]")
         exit(argument == "--help" ? 0 : 2)
     }
 }
@@ -60,7 +64,7 @@ if let fromEnvironment = try Configuration.fromEnvironment() {
 } else {
     let server = try TemporaryPostgres.start(settings: TemporaryPostgres.durableSettings)
     configuration = server.configuration
-    if only == nil || only?.hasPrefix("R") == true { standby = try server.startStandby() }
+    if selects({ $0.hasPrefix("R") }) { standby = try server.startStandby() }
 }
 let connection = try await Connection.connect(configuration)
 let raw = try RawConnection(configuration)
@@ -115,7 +119,7 @@ if let standby, let standbyConnection {
     workloads += makeReplicaWorkloads(plain: container, replicated: replicated, client: connection,
                                       standby: standbyConnection)
 }
-for workload in workloads where only.map(workload.name.contains) ?? true {
+for workload in workloads where selects(workload.name.contains) {
     var clientTimes: [Double] = []
     var rawTimes: [Double] = []
     var clientPeak = 0, rawPeak = 0
@@ -153,7 +157,7 @@ for workload in workloads where only.map(workload.name.contains) ?? true {
 }
 
 // The request path: units of work at 1, 8, 64 and 10,000 at once over a pool of 8.
-if only.map({ "request".contains($0) || $0.contains("request") }) ?? true {
+if selects({ "request".contains($0) || $0.contains("request") }) {
     print("\nrequests (ops/s, pool of 8)             concurrency  PostgresData   raw libpq   ratio  threads (A/B)  peak MiB (A/B)  client CPU µs/op (A/B)  switches/op (A/B)")
     let requestRows = try await runRequestWorkloads(container: container, client: connection, configuration: configuration,
                                                     keys: 10_000, concurrencies: requestConcurrencies, rounds: max(1, min(runs, 3)))
@@ -260,7 +264,7 @@ for (label, client, rawValue) in cancelRuns < 1 ? [] : [("cancel pg_sleep: media
 }
 
 // Cross-coordinator merge latency (persistent history + LISTEN/NOTIFY), against a bare NOTIFY.
-if mergeRuns > 0, only.map({ "merge latency".contains($0) }) ?? true {
+if mergeRuns > 0, selects({ "merge latency".contains($0) }) {
     let (merge, rawMerge) = try await measureMergeLatency(configuration: configuration, saves: mergeRuns)
     for (label, client, rawValue) in [("merge latency median (B: INSERT+NOTIFY, read)", median(merge), median(rawMerge)),
                                       ("merge latency p99 (B: INSERT+NOTIFY, read)", percentile99(merge), percentile99(rawMerge))] {
