@@ -263,11 +263,13 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     }
 
     /// Property `index` as `Value` when the object reads it from a decoded row shared with
-    /// its fetch and nothing needs loading first (not a fault, no side object, hence no
-    /// properties missing): the column's value, no ``AttributeValue`` made. Nil otherwise,
-    /// and for NULL: the caller then reads ``primitiveValue(at:)``.
+    /// its fetch, a fault filled first (no side object, hence no properties missing): the
+    /// column's value, no ``AttributeValue`` made. Nil otherwise, and for NULL: the caller
+    /// then reads ``primitiveValue(at:)``.
     @inline(__always)
     func sharedColumnValue<Value: ColumnReadable>(_ type: Value.Type, at index: Int) -> Value? {
+        // The first read of a fault of a large fetch fills it from the row it kept, shared.
+        if isFaultStorage { willAccessValues() }
         guard valuesInSnapshot, !isFaultStorage, case nil = side, let storedRow else { return nil }
         return storedRow.typedValue(type, at: index)
     }
