@@ -33,6 +33,8 @@ struct BenchmarkRecord: Codable {
     var rows: Int
     var runs: Int
     var results: [Row]
+    /// How many processes the run combined (``init(combining:commit:)``); nil for one.
+    var processes: Int? = nil
 
     /// The machine as `/proc` describes it: CPU model, cores, memory.
     static var machineDescription: String {

@@ -8,7 +8,7 @@ import PostgresDataTesting
 // postgres-data-bench: every workload through PostgresClient (A) and through raw libpq (B),
 // alternating A B A B in one process run, medians printed with their ratio and peak memory.
 //
-//   swift run -c release postgres-data-bench [--rows N] [--runs N] [--cancel-runs N] [--merge-runs N] [--json PATH] [--only TEXT|TEXT…]
+//   swift run -c release postgres-data-bench [--rows N] [--runs N] [--cancel-runs N] [--merge-runs N] [--json PATH] [--only TEXT|TEXT…] [--processes N]
 //
 // Without DATABASE_URL it starts a throwaway PostgreSQL with durable settings (fsync on).
 // Before each run freed memory goes back to the system (malloc_trim), so peaks are per run
@@ -30,6 +30,7 @@ var recordFolder: String?
 var comparePath: String?
 var commit = ProcessInfo.processInfo.environment["BENCH_COMMIT"] ?? "unknown"
 var only: String?
+var processes = 1
 /// Whether `--only` selects a workload (true without it): one of its `|`-separated texts passes `test`.
 @MainActor func selects(_ test: (Substring) -> Bool) -> Bool {
     only.map { $0.split(separator: "|").contains(where: test) } ?? true
@@ -47,12 +48,52 @@ while let argument = arguments.next() {
     case "--compare": comparePath = arguments.next()
     case "--commit": commit = arguments.next() ?? commit
     case "--only": only = arguments.next()
+    case "--processes": processes = max(1, Int(arguments.next() ?? "") ?? 1)
     case "--concurrency":
         requestConcurrencies = (arguments.next() ?? "").split(separator: ",").compactMap { Int($0) }.filter { $0 > 0 }
     default:
-        print("usage: postgres-data-bench [--rows N] [--runs N] [--cancel-runs N] [--merge-runs N] [--json PATH] [--record FOLDER] [--compare PATH] [--commit HASH] [--only TEXT|TEXT…] [--concurrency 1,8,64,10000]")
+        print("usage: postgres-data-bench [--rows N] [--runs N] [--cancel-runs N] [--merge-runs N] [--json PATH] [--record FOLDER] [--compare PATH] [--commit HASH] [--only TEXT|TEXT…] [--concurrency 1,8,64,10000] [--processes N]")
         exit(argument == "--help" ? 0 : 2)
     }
+}
+
+/// Writes `record` where `--json` and `--record` ask, then compares it with `--compare`'s.
+@MainActor func save(_ record: BenchmarkRecord) throws {
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+    // Named by the UTC instant, then the commit: names sort in the order runs were recorded,
+    // several a day included (`make bench` compares with the last one of this machine).
+    let instantFormatter = ISO8601DateFormatter()
+    instantFormatter.formatOptions = [.withFullDate, .withFullTime]
+    let recordName = instantFormatter.string(from: Date()).replacingOccurrences(of: ":", with: "") + "-\(record.commit).json"
+    for path in [jsonPath, recordFolder.map { "\($0)/\(recordName)" }].compactMap({ $0 }) {
+        try encoder.encode(record).write(to: URL(fileURLWithPath: path))
+        print("\nwrote \(path)")
+    }
+    if let comparePath, let baseline = try BenchmarkRecord.baseline(at: comparePath, for: record.machine, excluding: recordName) {
+        _ = record.compare(with: baseline.record, label: baseline.path)
+    }
+}
+
+let tableHeader = "workload                                                           PostgresData        raw libpq   ratio   peak (A)   peak (B) growth (A) growth (B)"
+
+// `--processes N`: this run's arguments in N processes of their own, combined.
+if processes > 1 {
+    var childArguments: [String] = []
+    var given = CommandLine.arguments.dropFirst().makeIterator()
+    while let argument = given.next() {
+        if ["--processes", "--json", "--record", "--compare"].contains(argument) {
+            _ = given.next()
+        } else {
+            childArguments.append(argument)
+        }
+    }
+    let combined = BenchmarkRecord(combining: try BenchmarkRecord.runInProcesses(processes, arguments: childArguments), commit: commit)
+    print("\nthe \(processes) processes combined: medians of their medians, the median of their ratios, the highest peaks and growths\n")
+    print(tableHeader)
+    for row in combined.results { printRow(row) }
+    try save(combined)
+    exit(0)
 }
 
 let configuration: Configuration
@@ -103,7 +144,7 @@ func printRow(_ row: Row) {
     print("\(name) \(String(format: "%10.1f ms %10.1f ms %7.2f× %7d MiB %7d MiB", row.clientMilliseconds, row.rawMilliseconds, row.ratio, row.clientPeakMiB, row.rawPeakMiB))\(growth)")
 }
 
-print("workload                                                           PostgresData        raw libpq   ratio   peak (A)   peak (B) growth (A) growth (B)")
+print(tableHeader)
 let container = PersistentContainer(name: "Bench", model: ManagedObjectModel(BenchItem.self))
 try await container.loadPersistentStores(configuration: configuration)
 let tracked = PersistentContainer(name: "Tracked", model: ManagedObjectModel(BenchItem.self))
@@ -279,18 +320,5 @@ let dayFormatter = ISO8601DateFormatter()
 dayFormatter.formatOptions = [.withFullDate]
 let record = BenchmarkRecord(date: dayFormatter.string(from: Date()), commit: commit, machine: BenchmarkRecord.machineDescription,
                              postgres: version, rows: rows, runs: runs, results: report)
-let encoder = JSONEncoder()
-encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-// Named by the UTC instant, then the commit: names sort in the order runs were recorded,
-// several a day included (`make bench` compares with the last one of this machine).
-let instantFormatter = ISO8601DateFormatter()
-instantFormatter.formatOptions = [.withFullDate, .withFullTime]
-let recordName = instantFormatter.string(from: Date()).replacingOccurrences(of: ":", with: "") + "-\(commit).json"
-for path in [jsonPath, recordFolder.map { "\($0)/\(recordName)" }].compactMap({ $0 }) {
-    try encoder.encode(record).write(to: URL(fileURLWithPath: path))
-    print("\nwrote \(path)")
-}
-if let comparePath, let baseline = try BenchmarkRecord.baseline(at: comparePath, for: record.machine, excluding: recordName) {
-    _ = record.compare(with: baseline.record, label: baseline.path)
-}
+try save(record)
 await connection.close()
