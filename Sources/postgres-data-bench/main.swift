@@ -141,7 +141,10 @@ func median(_ values: [Double]) -> Double {
 func printRow(_ row: Row) {
     let name = row.workload.padding(toLength: 66, withPad: " ", startingAt: 0)
     let growth = row.clientGrowthMiB.map { client in String(format: " %7d MiB %7d MiB", client, row.rawGrowthMiB ?? 0) } ?? ""
-    print("\(name) \(String(format: "%10.1f ms %10.1f ms %7.2f× %7d MiB %7d MiB", row.clientMilliseconds, row.rawMilliseconds, row.ratio, row.clientPeakMiB, row.rawPeakMiB))\(growth)")
+    // Throughput rows (the request workloads) hold operations a second where others hold times.
+    let unit = row.higherIsBetter == true ? "/s" : "ms"
+    let client = String(format: "%10.1f", row.clientMilliseconds), raw = String(format: "%10.1f", row.rawMilliseconds)
+    print("\(name) \(client) \(unit) \(raw) \(unit) \(String(format: "%7.2f× %7d MiB %7d MiB", row.ratio, row.clientPeakMiB, row.rawPeakMiB))\(growth)")
 }
 
 print(tableHeader)
