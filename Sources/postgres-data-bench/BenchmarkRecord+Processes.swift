@@ -35,10 +35,6 @@ extension BenchmarkRecord {
     /// the median of the processes' ratios and of each side's medians, the highest peaks and
     /// growths. A workload some process did not run is left out.
     init(combining records: [BenchmarkRecord], commit: String) {
-        func median(_ values: [Double]) -> Double {
-            let sorted = values.sorted()
-            return sorted.count % 2 == 1 ? sorted[sorted.count / 2] : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
-        }
         let first = records.first
         var results: [Row] = []
         for row in first?.results ?? [] {
