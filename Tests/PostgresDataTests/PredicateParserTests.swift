@@ -1,5 +1,5 @@
 import Foundation
-import PostgresData
+@testable import PostgresData
 import PostgresDataTesting
 import Testing
 
@@ -125,6 +125,31 @@ import Testing
         } catch {
             #expect("\(error.message) at column \(error.column)" == message)
         }
+    }
+
+    /// A format's tokens are kept after its first parse; each later parse binds its own
+    /// arguments, and a format that does not lex throws the same error every time.
+    @Test func aFormatParsedAgainBindsItsNewArguments() throws {
+        let format = "name == %@ AND weight > %d"
+        #expect(try parse(format, "Ann", 1) == .and([comparison("name", .equal, .string("Ann")), comparison("weight", .greater, .integer(1))]))
+        #expect(try parse(format, "Bob", 2) == .and([comparison("name", .equal, .string("Bob")), comparison("weight", .greater, .integer(2))]))
+        #expect(try PredicateLexer.cachedTokens(format) == PredicateLexer.tokens(format))
+        for _ in 0..<2 {
+            #expect(throws: PredicateSyntaxError(message: "unterminated string (missing ')", column: 9, format: "name == 'open")) {
+                try FetchPredicate(format: "name == 'open")
+            }
+        }
+    }
+
+    @Test func theTokenCacheIsBounded() throws {
+        let cache = TokenCache()
+        let tokens = try PredicateLexer.tokens("a == 1")
+        for index in 0..<(TokenCache.capacity + 10) { cache.keep(tokens, of: "a == \(index)") }
+        #expect(cache.count <= TokenCache.capacity)
+        #expect(cache.tokens(of: "a == \(TokenCache.capacity + 9)") == tokens)
+        // A format longer than the longest kept is lexed each time, and parses all the same.
+        let long = Array(repeating: "a == 1", count: TokenCache.longestFormat / 6 + 1).joined(separator: " OR ")
+        #expect(throws: Never.self) { try FetchPredicate(format: long) }
     }
 
     @Test func argumentsOfTheWrongKindAreErrors() throws {

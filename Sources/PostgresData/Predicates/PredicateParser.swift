@@ -31,7 +31,7 @@ struct PredicateParser {
 
     init(format: String, arguments: [Any?]) throws(PredicateSyntaxError) {
         self.format = format
-        self.tokens = try PredicateLexer.tokens(format)
+        self.tokens = try PredicateLexer.cachedTokens(format)
         self.arguments = arguments
     }
 
