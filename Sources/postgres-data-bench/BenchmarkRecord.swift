@@ -14,6 +14,18 @@ struct Row: Codable {
     /// (``MemoryWatch``); nil in runs recorded before it was measured.
     var clientGrowthMiB: Int? = nil
     var rawGrowthMiB: Int? = nil
+    /// Each pair of runs' ratio, in the order the pairs ran (a combined record holds every
+    /// process's, one process after another); nil in runs recorded before they were kept.
+    var pairRatios: [Double]? = nil
+
+    /// The middle half of the pairs' ratios (their first and third quartiles), from four
+    /// pairs on: how far one pair's ratio strays from the median on this machine.
+    var ratioSpread: (low: Double, high: Double)? {
+        guard let ratios = pairRatios, ratios.count >= 4 else { return nil }
+        let sorted = ratios.sorted()
+        func quantile(_ q: Double) -> Double { sorted[Int((Double(sorted.count - 1) * q).rounded())] }
+        return (quantile(0.25), quantile(0.75))
+    }
 
     /// The ratio of the two sides' memory growth, when both grew enough for a ratio to mean
     /// something (32 MiB: below it, the heap's own rounding decides).

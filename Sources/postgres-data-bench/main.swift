@@ -75,7 +75,7 @@ while let argument = arguments.next() {
     }
 }
 
-let tableHeader = "workload                                                           PostgresData        raw libpq   ratio   peak (A)   peak (B) growth (A) growth (B)"
+let tableHeader = "workload                                                           PostgresData        raw libpq   ratio   peak (A)   peak (B) growth (A) growth (B)  pairs' middle half"
 
 // `--processes N`: this run's arguments in N processes of their own, combined.
 if processes > 1 {
@@ -144,7 +144,9 @@ func printRow(_ row: Row) {
     // Throughput rows (the request workloads) hold operations a second where others hold times.
     let unit = row.higherIsBetter == true ? "/s" : "ms"
     let client = String(format: "%10.1f", row.clientMilliseconds), raw = String(format: "%10.1f", row.rawMilliseconds)
-    print("\(name) \(client) \(unit) \(raw) \(unit) \(String(format: "%7.2f× %7d MiB %7d MiB", row.ratio, row.clientPeakMiB, row.rawPeakMiB))\(growth)")
+    // The pairs' middle half, where growth columns are printed (the workloads that alternate pairs).
+    let spread = row.clientGrowthMiB == nil ? "" : row.ratioSpread.map { String(format: "  %.2f–%.2f×", $0.low, $0.high) } ?? ""
+    print("\(name) \(client) \(unit) \(raw) \(unit) \(String(format: "%7.2f× %7d MiB %7d MiB", row.ratio, row.clientPeakMiB, row.rawPeakMiB))\(growth)\(spread)")
 }
 
 print(tableHeader)
@@ -193,9 +195,10 @@ for workload in workloads where selects(workload.name.contains) {
             clientTimes.append(try await measure({ try await workload.client() }, peak: &clientPeak, growth: &clientGrowth))
         }
     }
+    let pairRatios = zip(clientTimes, rawTimes).map { $0 / $1 }
     let row = Row(workload: workload.name, clientMilliseconds: median(clientTimes), rawMilliseconds: median(rawTimes),
-                  ratio: median(zip(clientTimes, rawTimes).map { $0 / $1 }), clientPeakMiB: clientPeak, rawPeakMiB: rawPeak,
-                  clientGrowthMiB: clientGrowth, rawGrowthMiB: rawGrowth)
+                  ratio: median(pairRatios), clientPeakMiB: clientPeak, rawPeakMiB: rawPeak,
+                  clientGrowthMiB: clientGrowth, rawGrowthMiB: rawGrowth, pairRatios: pairRatios)
     report.append(row)
     printRow(row)
 }
