@@ -1,4 +1,4 @@
-import Synchronization
+import PostgresClient
 
 extension PredicateLexer {
     /// The tokens of `format`, lexed once per format string while it stays among the recently
@@ -25,7 +25,8 @@ final class TokenCache: Sendable {
     static let capacity = 512
     static let longestFormat = 2_048
 
-    private let entries = Mutex<[String: [PredicateLexer.Token]]>([:])
+    // `Locked`, not `Mutex`: the thread sanitizer sees through its lock.
+    private let entries = Locked<[String: [PredicateLexer.Token]]>([:])
 
     func tokens(of format: String) -> [PredicateLexer.Token]? {
         entries.withLock { $0[format] }
