@@ -25,7 +25,7 @@ final class TokenCache: Sendable {
     static let capacity = 512
     static let longestFormat = 2_048
 
-    // `Locked`, not `Mutex`: the thread sanitizer sees through its lock.
+    // `Locked` (a pthread mutex), not `Mutex`: the thread sanitizer cannot see a futex.
     private let entries = Locked<[String: [PredicateLexer.Token]]>([:])
 
     func tokens(of format: String) -> [PredicateLexer.Token]? {
