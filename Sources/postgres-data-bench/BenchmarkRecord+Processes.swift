@@ -32,8 +32,9 @@ extension BenchmarkRecord {
     }
 
     /// One record of `records` (runs of the same workloads, one per process): per workload,
-    /// the median of the processes' ratios and of each side's medians, the highest peaks and
-    /// growths, every process's pair ratios. A workload some process did not run is left out.
+    /// the median of the processes' ratios (each kept) and of each side's medians, the highest
+    /// peaks and growths, every process's pair ratios. A workload some process did not run is
+    /// left out.
     init(combining records: [BenchmarkRecord], commit: String) {
         let first = records.first
         var results: [Row] = []
@@ -45,7 +46,8 @@ extension BenchmarkRecord {
                                clientPeakMiB: rows.map(\.clientPeakMiB).max() ?? 0, rawPeakMiB: rows.map(\.rawPeakMiB).max() ?? 0,
                                higherIsBetter: row.higherIsBetter,
                                clientGrowthMiB: rows.compactMap(\.clientGrowthMiB).max(), rawGrowthMiB: rows.compactMap(\.rawGrowthMiB).max(),
-                               pairRatios: rows.allSatisfy { $0.pairRatios != nil } ? rows.flatMap { $0.pairRatios ?? [] } : nil))
+                               pairRatios: rows.allSatisfy { $0.pairRatios != nil } ? rows.flatMap { $0.pairRatios ?? [] } : nil,
+                               processRatios: rows.map(\.ratio)))
         }
         self.init(date: first?.date ?? "?", commit: commit, machine: first?.machine ?? BenchmarkRecord.machineDescription,
                   postgres: first?.postgres ?? "?", rows: first?.rows ?? 0, runs: first?.runs ?? 0, results: results,

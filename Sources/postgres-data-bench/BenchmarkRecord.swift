@@ -17,6 +17,9 @@ struct Row: Codable {
     /// Each pair of runs' ratio, in the order the pairs ran (a combined record holds every
     /// process's, one process after another); nil in runs recorded before they were kept.
     var pairRatios: [Double]? = nil
+    /// Each process's ratio, in the order the processes ran (a combined record's, whose
+    /// ``ratio`` is their median); nil for one process.
+    var processRatios: [Double]? = nil
 
     /// The middle half of the pairs' ratios (their first and third quartiles), from four
     /// pairs on: how far one pair's ratio strays from the median on this machine.

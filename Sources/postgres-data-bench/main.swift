@@ -90,7 +90,7 @@ if processes > 1 {
     }
     let combined = BenchmarkRecord(combining: try BenchmarkRecord.runInProcesses(processes, arguments: childArguments), commit: commit)
     print("\nthe \(processes) processes combined: medians of their medians, the median of their ratios, the highest peaks and growths\n")
-    print(tableHeader)
+    print(tableHeader + "  processes' ratios")
     for row in combined.results { printRow(row) }
     try save(combined)
     exit(0)
@@ -146,7 +146,9 @@ func printRow(_ row: Row) {
     let client = String(format: "%10.1f", row.clientMilliseconds), raw = String(format: "%10.1f", row.rawMilliseconds)
     // The pairs' middle half, where growth columns are printed (the workloads that alternate pairs).
     let spread = row.clientGrowthMiB == nil ? "" : row.ratioSpread.map { String(format: "  %.2f–%.2f×", $0.low, $0.high) } ?? ""
-    print("\(name) \(client) \(unit) \(raw) \(unit) \(String(format: "%7.2f× %7d MiB %7d MiB", row.ratio, row.clientPeakMiB, row.rawPeakMiB))\(growth)\(spread)")
+    // A combined record's: each process's ratio, in the order they ran.
+    let processes = row.processRatios.map { "  " + $0.map { String(format: "%.2f", $0) }.joined(separator: " ") } ?? ""
+    print("\(name) \(client) \(unit) \(raw) \(unit) \(String(format: "%7.2f× %7d MiB %7d MiB", row.ratio, row.clientPeakMiB, row.rawPeakMiB))\(growth)\(spread)\(processes)")
 }
 
 print(tableHeader)
