@@ -204,6 +204,37 @@ import Testing
         #expect(map[kept[0].objectID] == nil)
     }
 
+    /// The address sort orders by 64-byte line, in as many passes as the span needs (one to
+    /// three), with or without a scratch buffer given; addresses terabytes apart (heaps of
+    /// several threads) keep each heap's in order.
+    @Test(arguments: [(UInt(1) << 16, false), (UInt(1) << 26, true), (UInt(1) << 34, false)])
+    func addressesAreSortedByLineInFewPasses(span: UInt, givenScratch: Bool) {
+        var generator = SystemRandomNumberGenerator()
+        let base: UInt = 0x5555_0000_0000
+        var addresses = (0..<5_000).map { _ in base + UInt.random(in: 0..<span, using: &generator) & ~15 }
+        let expected = addresses.sorted { $0 >> 6 < $1 >> 6 }
+        let scratch = UnsafeMutablePointer<UInt>.allocate(capacity: addresses.count)
+        defer { scratch.deallocate() }
+        addresses.withUnsafeMutableBufferPointer { buffer in
+            IdentityMap.sortByAddress(buffer.baseAddress!, count: buffer.count, from: buffer.min()!, to: buffer.max()!,
+                                      scratch: givenScratch ? scratch : nil)
+        }
+        #expect(addresses.map { $0 >> 6 } == expected.map { $0 >> 6 })
+        #expect(addresses.sorted() == expected.sorted())
+
+        // Two heaps 40 TiB apart (the second not across a multiple of 512 GiB from the
+        // lowest address): beyond three passes, each heap's addresses stay in order.
+        let far: UInt = base + (UInt(40) << 40) + span
+        var heaps = (0..<4_000).map { index in (index % 2 == 0 ? base : far) + UInt.random(in: 0..<span, using: &generator) & ~15 }
+        heaps.withUnsafeMutableBufferPointer { buffer in
+            IdentityMap.sortByAddress(buffer.baseAddress!, count: buffer.count, from: buffer.min()!, to: buffer.max()!, scratch: nil)
+        }
+        for heap in [heaps.filter { $0 < far }, heaps.filter { $0 >= far }] {
+            #expect(heap.count == 2_000)
+            #expect(zip(heap, heap.dropFirst()).allSatisfy { $0 >> 6 <= $1 >> 6 })
+        }
+    }
+
     /// A map grown past 2 MiB of slots moves to a mapping of its own (huge pages): every
     /// object stays reachable through the moves from the heap to mappings, `removeAll` empties
     /// the mapped table, and a map refilled holds its object and lets it go when it goes.

@@ -292,13 +292,18 @@ final class IdentityMap {
 
     /// Sorts object addresses, all between `lowest` and `highest`, by the 64-byte line each
     /// starts in (objects of 64 bytes or more start in lines of their own): a radix sort of
-    /// 11 bits a pass over the bits the span needs: two passes while it is under 256 MiB (a
-    /// million fetched objects span about 100). `scratch` (room for `count`) is allocated
-    /// when nil.
-    private static func sortByAddress(_ addresses: UnsafeMutablePointer<UInt>, count: Int, from lowest: UInt, to highest: UInt,
-                                      scratch: UnsafeMutablePointer<UInt>?) {
+    /// 11 bits a pass over the bits the span needs, at most three. Two passes cover 256 MiB
+    /// (one thread's million objects spanned 76 and 639 MiB); three cover 512 GiB, beyond
+    /// which (objects made on several threads, in heaps terabytes apart) addresses are sorted
+    /// by their offset modulo 512 GiB: each heap's in order, unless it straddles a multiple of
+    /// 512 GiB from the lowest. `scratch` (room for
+    /// `count`) is allocated when nil.
+    static func sortByAddress(_ addresses: UnsafeMutablePointer<UInt>, count: Int, from lowest: UInt, to highest: UInt,
+                              scratch: UnsafeMutablePointer<UInt>?) {
+        // From the lowest address's line: an address's key is its line, less that one's.
+        let lowest = lowest & ~63
         let bits = UInt.bitWidth - ((highest &- lowest) >> 6).leadingZeroBitCount
-        let passes = (bits + 10) / 11
+        let passes = Swift.min(3, (bits + 10) / 11)
         guard passes > 0 else { return }
         let target = scratch ?? UnsafeMutablePointer<UInt>.allocate(capacity: count)
         let counts = UnsafeMutablePointer<Int>.allocate(capacity: 2049)
