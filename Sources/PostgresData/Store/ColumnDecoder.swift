@@ -123,44 +123,84 @@ struct ColumnDecoder: Sendable {
         let column: Int
         fileprivate let step: Step
 
-        /// Stores the column's value in row `position` of `result` as value `index` of a
-        /// column of ``DecodedRows`` of the decoder's ``ColumnDecoder/kind`` (`values`, and
-        /// `nulls` for a kind with NULL flags, which start cleared; strings start NULL). Reads
-        /// the cell without making a ``Row``: no reference counting per row.
-        @inline(__always)
-        func store(_ result: QueryResult, row position: Int, into values: UnsafeMutableRawPointer,
-                   nulls: UnsafeMutablePointer<UInt8>?, at index: Int) throws {
-            guard let bytes = result.unsafeBytes(atRow: position, column: column) else {
-                switch step {
-                case .text: break
-                case .bool: values.storeBytes(of: DecodedRows.Layout.nullBoolean, toByteOffset: index, as: UInt8.self)
-                default: nulls.unsafelyUnwrapped[index] = 1
-                }
-                return
-            }
-            func integer<T: FixedWidthInteger>(_: T.Type) throws -> T { try ColumnDecoder.integer(T.self, from: bytes, column: column) }
+        /// Stores the column's values in rows `range` of `result` as values `0..<range.count`
+        /// of a column of ``DecodedRows`` of the decoder's ``ColumnDecoder/kind`` (`values`,
+        /// and `nulls` for a kind with NULL flags, which start cleared; strings start NULL).
+        ///
+        /// A column at a time, its step chosen once: the loop over the rows is the step's
+        /// own, and reads each cell without making a ``Row`` (no reference counting per row).
+        func store(_ result: QueryResult, rows range: Range<Int>, into values: UnsafeMutableRawPointer,
+                   nulls: UnsafeMutablePointer<UInt8>?) throws {
             switch step {
-            case .int16: values.storeBytes(of: Int64(try integer(Int16.self)), toByteOffset: index &* 8, as: Int64.self)
-            case .int32: values.storeBytes(of: Int64(try integer(Int32.self)), toByteOffset: index &* 8, as: Int64.self)
-            case .int64, .foreignKey: values.storeBytes(of: try integer(Int64.self), toByteOffset: index &* 8, as: Int64.self)
-            case .float32: values.storeBytes(of: try integer(UInt32.self), toByteOffset: index &* 4, as: UInt32.self)
-            case .float64: values.storeBytes(of: try integer(UInt64.self), toByteOffset: index &* 8, as: UInt64.self)
-            case .text: values.assumingMemoryBound(to: String?.self)[index] = String(decoding: bytes, as: UTF8.self)
-            case .bool: values.storeBytes(of: bytes.first != 0 ? 1 : 0, toByteOffset: index, as: UInt8.self)
-            case .timestamp:
-                let micros = try integer(Int64.self)
-                var seconds = Double(micros) / 1_000_000 - 31_622_400
-                if micros == .max || micros == .min {
-                    guard case .date(let date) = try ValueCoding.decode(result[position], at: column, as: .date) else {
-                        nulls.unsafelyUnwrapped[index] = 1
-                        return
-                    }
-                    seconds = date.timeIntervalSinceReferenceDate
+            case .int16:
+                try each(Int16.self, of: result, rows: range, nulls: nulls) { index, _, value in
+                    values.storeBytes(of: Int64(value), toByteOffset: index &* 8, as: Int64.self)
                 }
-                values.storeBytes(of: seconds, toByteOffset: index &* 8, as: Double.self)
+            case .int32:
+                try each(Int32.self, of: result, rows: range, nulls: nulls) { index, _, value in
+                    values.storeBytes(of: Int64(value), toByteOffset: index &* 8, as: Int64.self)
+                }
+            case .int64, .foreignKey:
+                try each(Int64.self, of: result, rows: range, nulls: nulls) { index, _, value in
+                    values.storeBytes(of: value, toByteOffset: index &* 8, as: Int64.self)
+                }
+            case .float32:
+                try each(UInt32.self, of: result, rows: range, nulls: nulls) { index, _, value in
+                    values.storeBytes(of: value, toByteOffset: index &* 4, as: UInt32.self)
+                }
+            case .float64:
+                try each(UInt64.self, of: result, rows: range, nulls: nulls) { index, _, value in
+                    values.storeBytes(of: value, toByteOffset: index &* 8, as: UInt64.self)
+                }
+            case .timestamp:
+                try each(Int64.self, of: result, rows: range, nulls: nulls) { index, position, micros in
+                    var seconds = Double(micros) / 1_000_000 - 31_622_400
+                    if micros == .max || micros == .min {
+                        guard case .date(let date) = try ValueCoding.decode(result[position], at: column, as: .date) else {
+                            nulls.unsafelyUnwrapped[index] = 1
+                            return
+                        }
+                        seconds = date.timeIntervalSinceReferenceDate
+                    }
+                    values.storeBytes(of: seconds, toByteOffset: index &* 8, as: Double.self)
+                }
+            case .text:
+                let strings = values.assumingMemoryBound(to: String?.self)
+                var index = 0
+                for position in range {
+                    if let bytes = result.unsafeBytes(atRow: position, column: column) {
+                        strings[index] = String(decoding: bytes, as: UTF8.self)
+                    }
+                    index &+= 1
+                }
+            case .bool:
+                var index = 0
+                for position in range {
+                    let flag = result.unsafeBytes(atRow: position, column: column).map { $0.first != 0 ? UInt8(1) : 0 } ?? DecodedRows.Layout.nullBoolean
+                    values.storeBytes(of: flag, toByteOffset: index, as: UInt8.self)
+                    index &+= 1
+                }
             case .uuid, .bytes, .general:
                 // Not direct (``ColumnDecoder/direct``): never here.
                 break
+            }
+        }
+
+        /// Calls `body` with the index, the row and the value of each cell of the rows `range`
+        /// that is not NULL, read as a big-endian `T`; marks each NULL in `nulls`. A cell of
+        /// another size throws.
+        @inline(__always)
+        private func each<T: FixedWidthInteger>(_: T.Type, of result: QueryResult, rows range: Range<Int>,
+                                                nulls: UnsafeMutablePointer<UInt8>?,
+                                                _ body: (_ index: Int, _ position: Int, _ value: T) throws -> Void) throws {
+            var index = 0
+            for position in range {
+                if let bytes = result.unsafeBytes(atRow: position, column: column) {
+                    try body(index, position, try ColumnDecoder.integer(T.self, from: bytes, column: column))
+                } else {
+                    nulls.unsafelyUnwrapped[index] = 1
+                }
+                index &+= 1
             }
         }
     }

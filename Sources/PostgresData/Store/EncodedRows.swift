@@ -28,8 +28,8 @@ final class EncodedRows: Sendable {
     private let kept: (result: QueryResult, decoder: SnapshotDecoder, chunks: Locked<[DecodedRows?]>)?
 
     /// Reads the keys and versions of `result` and decodes its values, off the context (an
-    /// asynchronous fetch decodes a batch while the server runs the next `FETCH`), in one
-    /// pass over the rows; nil when a column could fail to decode.
+    /// asynchronous fetch decodes a batch while the server runs the next `FETCH`), a chunk of
+    /// rows at a time; nil when a column could fail to decode.
     init?(_ result: QueryResult, decoder: SnapshotDecoder, reader: RowCache.Reader) throws {
         guard decoder.decodesWithoutFailure else { return nil }
         self.reader = reader
@@ -41,9 +41,7 @@ final class EncodedRows: Sendable {
             } catch {
                 // A value of the wrong size from the server: that chunk's faults read their
                 // rows from the database when they fire, which reports the error.
-                for (offset, position) in rows.enumerated() {
-                    try decoder.storeIdentity(ofRow: position, of: result, keys: keys, versions: versions, at: offset)
-                }
+                try decoder.storeIdentities(ofRows: rows, of: result, keys: keys, versions: versions)
                 chunks.append(nil)
             }
         }
