@@ -193,6 +193,42 @@ import Testing
         }
     }
 
+    /// A fetched object's first change takes its values from the shared row once: setting a
+    /// value it already has changes nothing, an undo puts the committed value back, a value
+    /// set back to the committed one leaves the object unchanged, and the save writes the rest.
+    @Test func aFetchedObjectsFirstChangeIsTrackedUndoneAndSaved() async throws {
+        let container = try await savedRows()
+        let (unchanged, undone, reverted, saved) = try await container.performBackgroundTask { context in
+            var request = FetchRequest<ColumnSample>(sortDescriptors: [FetchSortDescriptor(key: "number")])
+            request.returnsObjectsAsFaults = false
+            let samples = try context.fetch(request)
+            let (first, second, third) = (samples[1], samples[2], samples[3])
+            first.label = Expected(1).label
+            first.medium = Expected(1).medium
+            let unchanged = !first.hasChanges && !context.hasChanges
+
+            context.undoManager = UndoManager()
+            second.label = "undone"
+            context.processPendingChanges()
+            context.undo()
+            let undone = second.label == Expected(2).label && !second.hasChanges && !context.hasChanges
+
+            third.ratio = 1
+            let changed = third.hasChanges && context.updatedObjects == [third]
+            third.ratio = Expected(3).ratio
+            let reverted = changed && !third.hasChanges && context.updatedObjects.isEmpty
+
+            let fourth = samples[4]
+            fourth.label = "saved"
+            fourth.flag = nil
+            try context.save()
+            return (unchanged, undone, reverted, context.hasChanges)
+        }
+        #expect(unchanged && undone && reverted && !saved)
+        #expect(try await container.rawStrings("SELECT label || ' ' || coalesce(flag::text, 'null') FROM column_sample WHERE number IN (2, 4) ORDER BY number")
+                == [Expected(2).label.map { "\($0) false" } ?? "", "saved null"])
+    }
+
     @Test func aChangedObjectStillReportsItsCommittedValues() async throws {
         let container = try await savedRows()
         try await container.performBackgroundTask { context in

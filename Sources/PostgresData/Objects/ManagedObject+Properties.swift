@@ -159,6 +159,11 @@ extension ManagedObject {
             setOwnValue(value, at: index)
             return
         }
+        // A fetched object's first change (the usual one): one copy of its values.
+        if let changed = changeSnapshotValue(value, at: index, willChange: { withContext { $0.willChangeForUndo(self) } }) {
+            if changed { withContext { $0.didChange(self) } }
+            return
+        }
         guard currentValue(at: index) != value else { return }
         withContext { $0.willChangeForUndo(self) }
         setOwnValue(value, at: index)

@@ -282,6 +282,29 @@ open class ManagedObject: Hashable, CustomStringConvertible {
         ownValues[index] = value
     }
 
+    /// The first change of an object that reads its values through its snapshot and has no
+    /// side object (a fetched object): its values, copied once with `value` at `index`, and
+    /// `index` marked changed, go in a new side object; `willChange` is called just before.
+    /// True when the value changed, false when it already was `value`; nil, changing nothing,
+    /// for any other object.
+    ///
+    /// One pass where the general path (``setOwnValue(_:at:)``, then ``changedProperties``)
+    /// copies the values out, moves them into the side object it makes, and reads the snapshot
+    /// again.
+    @inline(__always)
+    func changeSnapshotValue(_ value: AttributeValue, at index: Int, willChange: () -> Void) -> Bool? {
+        guard valuesInSnapshot, side == nil, !isFaultStorage, let storedRow else { return nil }
+        guard storedRow.value(at: index) != value else { return false }
+        willChange()
+        let extras = Extras()
+        extras.ownValues = storedRow.values.array
+        extras.ownValues[index] = value
+        if index < 64 { extras.changedBits = 1 << UInt64(index) } else { extras.changedBeyond64 = [index] }
+        side = .extras(extras)
+        valuesInSnapshot = false
+        return true
+    }
+
     /// Gives the object its own copy of the values it reads through its snapshot, if it does.
     private func takeValuesFromSnapshot() {
         guard valuesInSnapshot, let rowStorage else { return }
