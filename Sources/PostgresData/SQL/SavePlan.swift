@@ -302,7 +302,13 @@ struct SavePlan: Sendable {
     }
 
     private mutating func planUpdates(_ updates: [Update]) throws {
-        for (entity, changed, rows) in Self.updateGroups(updates) {
+        // Read in place (see ``updateGroups(_:)``).
+        try updates.withUnsafeBufferPointer { try planUpdates($0, groups: Self.updateGroups(updates)) }
+    }
+
+    private mutating func planUpdates(_ updates: UnsafeBufferPointer<Update>,
+                                      groups: [(entity: EntityDescription, changed: [Int], rows: [Int])]) throws {
+        for (entity, changed, rows) in groups {
             var bindings = PostgresBindings()
             var assignments: [String] = []
             let sql: String
@@ -357,18 +363,21 @@ struct SavePlan: Sendable {
         var groups: [(entity: EntityDescription, changed: [Int], rows: [Int])] = []
         var positions: [GroupKey: Int] = [:]
         var last = -1
-        for (position, update) in updates.enumerated() {
-            if last < 0 || groups[last].entity !== update.entity || groups[last].changed != update.changed {
-                let key = GroupKey(entity: ObjectIdentifier(update.entity), changed: update.changed)
-                if let known = positions[key] {
-                    last = known
-                } else {
-                    last = groups.count
-                    positions[key] = last
-                    groups.append((update.entity, update.changed, []))
+        // Read in place: a copy of each update would retain and release its arrays.
+        updates.withUnsafeBufferPointer { updates in
+            for position in updates.indices {
+                if last < 0 || groups[last].entity !== updates[position].entity || groups[last].changed != updates[position].changed {
+                    let key = GroupKey(entity: ObjectIdentifier(updates[position].entity), changed: updates[position].changed)
+                    if let known = positions[key] {
+                        last = known
+                    } else {
+                        last = groups.count
+                        positions[key] = last
+                        groups.append((updates[position].entity, updates[position].changed, []))
+                    }
                 }
+                groups[last].rows.append(position)
             }
-            groups[last].rows.append(position)
         }
         guard groups.count > 1 else { return groups }
         // Stable by entity's first appearance; groups of one entity keep their order.
