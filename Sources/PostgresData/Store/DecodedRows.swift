@@ -21,6 +21,9 @@ final class DecodedRows: @unchecked Sendable {
     let count: Int
     let layout: Layout
     private let storage: UnsafeMutableRawPointer
+    /// The layout's columns (``Layout/columns``), read without the array's bounds check:
+    /// a getter of a fetched object reads its value through here.
+    private let columns: UnsafePointer<Layout.Column>
 
     /// Rows of `layout`, their strings and general values set to NULL, their numbers not
     /// NULL, for ``SnapshotDecoder`` to fill.
@@ -29,6 +32,7 @@ final class DecodedRows: @unchecked Sendable {
         self.width = layout.kinds.count
         self.count = count
         storage = .allocate(byteCount: max(1, layout.rowBytes * count), alignment: 8)
+        columns = UnsafePointer(layout.columns)
         for property in layout.kinds.indices {
             let values = storage + count * layout.valueOffsets[property]
             switch layout.kinds[property] {
@@ -65,18 +69,25 @@ final class DecodedRows: @unchecked Sendable {
     /// Where property `property`'s values begin, and its NULL flags (nil for a column that
     /// marks NULL in its values: strings, booleans, general values).
     func column(_ property: Int) -> (values: UnsafeMutableRawPointer, nulls: UnsafeMutablePointer<UInt8>?) {
-        let nulls = layout.nullOffsets[property]
-        return (storage + count * layout.valueOffsets[property],
-                nulls < 0 ? nil : (storage + count * nulls).assumingMemoryBound(to: UInt8.self))
+        let column = self.column(at: property)
+        return (storage + count &* column.values,
+                column.nulls < 0 ? nil : (storage + count &* column.nulls).assumingMemoryBound(to: UInt8.self))
+    }
+
+    /// How property `property`'s column lies (it must be one of the entity's properties).
+    @inline(__always)
+    private func column(at property: Int) -> Layout.Column {
+        precondition(property >= 0 && property < width, "property index \(property) out of range")
+        return columns[property]
     }
 
     /// The value of property `property` in row `row`.
     @inline(__always)
     func value(row: Int, property: Int) -> AttributeValue {
-        let values = storage + count * layout.valueOffsets[property]
-        let nulls = layout.nullOffsets[property]
-        if nulls >= 0, (storage + count * nulls).load(fromByteOffset: row, as: UInt8.self) != 0 { return .null }
-        switch layout.kinds[property] {
+        let column = self.column(at: property)
+        let values = storage + count &* column.values
+        if column.nulls >= 0, (storage + count &* column.nulls).load(fromByteOffset: row, as: UInt8.self) != 0 { return .null }
+        switch column.kind {
         case .absent: return .null
         case .integer: return Int64.read(values, row: row).map(AttributeValue.integer) ?? .null
         case .double: return Double.read(values, row: row).map(AttributeValue.double) ?? .null
@@ -97,11 +108,10 @@ final class DecodedRows: @unchecked Sendable {
     /// (the caller then reads through ``value(row:property:)``).
     @inline(__always)
     func typedValue<Value: ColumnReadable>(_ type: Value.Type, row: Int, property: Int) -> Value? {
-        guard layout.kinds[property] == Value.columnKind else { return nil }
-        let values = storage + count * layout.valueOffsets[property]
-        let nulls = layout.nullOffsets[property]
-        if nulls >= 0, (storage + count * nulls).load(fromByteOffset: row, as: UInt8.self) != 0 { return nil }
-        return Value.read(values, row: row)
+        let column = self.column(at: property)
+        guard column.kind == Value.columnKind else { return nil }
+        if column.nulls >= 0, (storage + count &* column.nulls).load(fromByteOffset: row, as: UInt8.self) != 0 { return nil }
+        return Value.read(storage + count &* column.values, row: row)
     }
 
     /// The values of row `row`, one per property, in an array of their own.
@@ -111,8 +121,9 @@ final class DecodedRows: @unchecked Sendable {
 
     /// How the rows of one entity's results lie in memory: a column per property, in order
     /// of alignment (8-byte values first, then 4, then 1, then the NULL flags) so that each
-    /// column of any number of rows starts aligned.
-    final class Layout: Sendable {
+    /// column of any number of rows starts aligned. (Unchecked `Sendable`: its column table is
+    /// written in `init` only.)
+    final class Layout: @unchecked Sendable {
         /// How a column keeps its values.
         enum Kind: Sendable {
             /// No column (a to-many relationship): every value NULL.
@@ -166,6 +177,17 @@ final class DecodedRows: @unchecked Sendable {
         let nullOffsets: [Int]
         /// Bytes per row.
         let rowBytes: Int
+        /// Per property, its kind and offsets together: one read for a value's getter rather
+        /// than one per array. Allocated with the layout, never changed.
+        fileprivate let columns: UnsafeMutablePointer<Column>
+
+        /// How one property's column lies: its kind, where its values begin and where its NULL
+        /// flags begin (−1: none), in bytes per row.
+        struct Column {
+            let kind: Kind
+            let values: Int
+            let nulls: Int
+        }
 
         init(kinds: [Kind], destinations: [EntityDescription?]) {
             self.kinds = kinds
@@ -187,6 +209,15 @@ final class DecodedRows: @unchecked Sendable {
             self.valueOffsets = valueOffsets
             self.nullOffsets = nullOffsets
             self.rowBytes = offset
+            columns = .allocate(capacity: max(1, kinds.count))
+            for property in kinds.indices {
+                (columns + property).initialize(to: Column(kind: kinds[property], values: valueOffsets[property],
+                                                           nulls: nullOffsets[property]))
+            }
+        }
+
+        deinit {
+            columns.deallocate()
         }
     }
 }
