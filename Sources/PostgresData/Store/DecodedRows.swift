@@ -33,17 +33,15 @@ final class DecodedRows: @unchecked Sendable {
         self.count = count
         storage = .allocate(byteCount: max(1, layout.rowBytes * count), alignment: 8)
         columns = UnsafePointer(layout.columns)
-        for property in layout.kinds.indices {
-            let values = storage + count * layout.valueOffsets[property]
+        for property in 0..<width {
+            let (values, nulls) = column(property)
             switch layout.kinds[property] {
             case .string: values.initializeMemory(as: String?.self, repeating: nil, count: count)
             case .general: values.initializeMemory(as: AttributeValue.self, repeating: .null, count: count)
             case .boolean: values.initializeMemory(as: UInt8.self, repeating: Layout.nullBoolean, count: count)
             case .absent, .integer, .double, .float, .date, .key: break
             }
-            if layout.nullOffsets[property] >= 0 {
-                (storage + count * layout.nullOffsets[property]).initializeMemory(as: UInt8.self, repeating: 0, count: count)
-            }
+            nulls?.initialize(repeating: 0, count: count)
         }
     }
 
@@ -51,8 +49,8 @@ final class DecodedRows: @unchecked Sendable {
         // Value by value: `move()` is the compiler's own destroy of the type (for a string, a
         // release only when it has a buffer), where `deinitialize(count:)` goes through the
         // runtime's generic array destroy, its value witnesses called for each element.
-        for property in layout.kinds.indices {
-            let values = storage + count * layout.valueOffsets[property]
+        for property in 0..<width {
+            let values = column(property).values
             switch layout.kinds[property] {
             case .string:
                 let strings = values.assumingMemoryBound(to: String?.self)
@@ -171,14 +169,10 @@ final class DecodedRows: @unchecked Sendable {
         let kinds: [Kind]
         /// For a ``Kind/key`` column, the destination entity.
         let destinations: [EntityDescription?]
-        /// Per property, where its values begin, in bytes per row.
-        let valueOffsets: [Int]
-        /// Per property, where its NULL flags begin, in bytes per row (−1: none).
-        let nullOffsets: [Int]
         /// Bytes per row.
         let rowBytes: Int
-        /// Per property, its kind and offsets together: one read for a value's getter rather
-        /// than one per array. Allocated with the layout, never changed.
+        /// Per property, its kind and where its values and NULL flags begin: one read for a
+        /// value's getter. Allocated with the layout, never changed.
         fileprivate let columns: UnsafeMutablePointer<Column>
 
         /// How one property's column lies: its kind, where its values begin and where its NULL
@@ -206,8 +200,6 @@ final class DecodedRows: @unchecked Sendable {
                 nullOffsets[property] = offset
                 offset += 1
             }
-            self.valueOffsets = valueOffsets
-            self.nullOffsets = nullOffsets
             self.rowBytes = offset
             columns = .allocate(capacity: max(1, kinds.count))
             for property in kinds.indices {
