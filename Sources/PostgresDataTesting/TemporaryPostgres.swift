@@ -30,10 +30,12 @@ public final class TemporaryPostgres: Sendable {
     let serverUser: String?
     private let running = Locked(true)
 
-    /// Settings that make a throwaway cluster fast: its data is never worth an fsync.
+    /// Settings that make a throwaway cluster fast: its data is never worth an fsync. Room for
+    /// a thousand connections: a test suite's parallel tests share one cluster, each with its
+    /// pools, listeners and tool processes.
     public static let fastSettings: [String: String] = [
         "fsync": "off", "synchronous_commit": "off", "full_page_writes": "off",
-        "max_connections": "500", "shared_buffers": "128MB", "max_wal_size": "2GB",
+        "max_connections": "1000", "shared_buffers": "128MB", "max_wal_size": "2GB",
     ]
 
     /// Settings a benchmark wants: durable commits, as in production. New WAL segments are
