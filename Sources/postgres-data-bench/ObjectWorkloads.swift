@@ -42,6 +42,10 @@ final class FetchedObjects: @unchecked Sendable {
     }
 }
 
+/// W6's pairs for each pair `--runs` asks for: its statement took 46–110 ms from one run to
+/// the next on either side (2026-11-29, this 2-core machine), and its pairs cost seconds.
+let w6PairsPerRun = 4
+
 /// The object-graph workloads: W1 (save inserted objects), W2 (fetch objects, faults, IDs,
 /// dictionaries), W4 (batch update, and the naive way for contrast) and W6 (save updated objects).
 func makeObjectWorkloads(container: PersistentContainer, client connection: Connection, raw: RawConnection,
@@ -139,7 +143,7 @@ func makeObjectWorkloads(container: PersistentContainer, client connection: Conn
             try await saveUpdatedItems(fetched)
         }, raw: {
             try rawSetBasedUpdate(raw, keys: fetched.keys, versions: fetched.versions)
-        }),
+        }, pairsPerRun: w6PairsPerRun),
         Workload(name: "W6 extra: the same save (B: pipelined per row)", prepare: prepareUpdates, client: {
             try await saveUpdatedItems(fetched)
         }, raw: {

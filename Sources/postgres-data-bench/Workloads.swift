@@ -24,6 +24,10 @@ struct Workload {
     var prepare: () async throws -> Void
     var client: () async throws -> Void
     var raw: () throws -> Void
+    /// Pairs of runs for each pair `--runs` asks for: more where one run is short and the
+    /// server's time for the same statement varies widely from one run to the next, on
+    /// either side, so that a few pairs would leave the ratio to chance (W6).
+    var pairsPerRun = 1
 }
 
 let selectAll = "SELECT id, name, created_at, done, weight FROM items"

@@ -116,7 +116,7 @@ try await connection.execute(script: """
                        done boolean NOT NULL DEFAULT false, weight integer NOT NULL DEFAULT 0);
     """)
 let version = await connection.parameterStatus("server_version") ?? "?"
-print("postgres-data-bench: PostgreSQL \(version), \(rows.formatted()) rows, \(runs) pairs of runs (A B, then B A, …): medians, and the median of the pairs' ratios\n")
+print("postgres-data-bench: PostgreSQL \(version), \(rows.formatted()) rows, \(runs) pairs of runs (W6 save: \(runs * w6PairsPerRun)) (A B, then B A, …): medians, and the median of the pairs' ratios\n")
 
 var report: [Row] = []
 
@@ -188,7 +188,7 @@ for workload in workloads where selects(workload.name.contains) {
     }
     // Pairs run A B, then B A, and so on: neither side always runs first after the other's
     // run, and each pair's ratio compares two runs made moments apart.
-    for pair in 0..<runs {
+    for pair in 0..<runs * workload.pairsPerRun {
         if pair % 2 == 0 {
             clientTimes.append(try await measure({ try await workload.client() }, peak: &clientPeak, growth: &clientGrowth))
             rawTimes.append(try await measure({ try workload.raw() }, peak: &rawPeak, growth: &rawGrowth))
