@@ -162,12 +162,12 @@ extension ManagedObjectContext {
             var registered: [ManagedObject] = []
             func register(_ batch: SnapshotBatch) {
                 if let keptBy, let rows = EncodedRows(batch, reader: keptBy) {
-                    return registerFaults(rows, entity: entity, appendingTo: &registered)
+                    return registerFaults(rows, entity: entity, madeAhead: batch.madeAhead, appendingTo: &registered)
                 }
                 self.register(batch, entity: entity, asFaults: request.returnsObjectsAsFaults && missing == nil,
                               sharesRows: request.returnsObjectsAsFaults && missing == nil,
                               refreshingChanged: request.shouldRefreshRefetchedObjects && missing == nil,
-                              missing: missing, appendingTo: &registered)
+                              missing: missing, madeAhead: batch.madeAhead, appendingTo: &registered)
             }
             if query.rest != nil {
                 var rest = query.rest
@@ -178,12 +178,14 @@ extension ManagedObjectContext {
                 self.registered.reserve(query.total)
                 // Decoding (on the library's executor, off the connection) and registering
                 // (here) overlap, batch by batch. Only the decoding task keeps the result, so
-                // it is freed once decoded, while the last batches are registered.
+                // it is freed once decoded, while the last batches are registered. While the
+                // context is behind, the task makes batches' objects too (``ObjectsMadeAhead``).
                 let channel = BatchChannel<SnapshotBatch>()
+                let lead = objectsMadeAheadLead
                 try await withThrowingTaskGroup(of: Void.self) { group in
                     group.addTask(executorPreference: LibraryExecutor.shared) { [rest] in
                         guard let rest else { return channel.finish(nil) }
-                        await rest.decode(batchSize: Self.fetchStreamBatchSize, into: channel)
+                        await rest.decode(batchSize: Self.fetchStreamBatchSize, into: channel, makingObjectsOf: entity, lead: lead)
                     }
                     rest = nil
                     register(query.first)

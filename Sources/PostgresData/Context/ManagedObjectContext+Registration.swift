@@ -90,7 +90,7 @@ extension ManagedObjectContext {
     /// appending the objects to `objects` (one reference each, not one more per batch).
     func register(_ rows: some FetchedRows, entity: EntityDescription, asFaults requestedFaults: Bool = false,
                   sharesRows: Bool = true, fromReplica: Bool? = nil, refreshingChanged: Bool = false,
-                  missing: PropertySet? = nil, appendingTo objects: inout [ManagedObject]) {
+                  missing: PropertySet? = nil, madeAhead: ObjectsMadeAhead? = nil, appendingTo objects: inout [ManagedObject]) {
         let fromReplica = (fromReplica ?? readsFromReplica) || queryGeneration != nil
         let asFaults = requestedFaults && !fromReplica
         let shares = (sharesRows || asFaults) && !fromReplica
@@ -116,7 +116,7 @@ extension ManagedObjectContext {
             // (A row decoded already is taken as it is: `decoded()` would copy it.)
             if !asFaults && snapshot.isEncoded { snapshot = snapshot.decoded() }
             let (object, isNew) = registered.object(for: id) {
-                makeRegisteredObject(id, entity: entity, snapshot: snapshot, asFaults: asFaults)
+                makeRegisteredObject(id, entity: entity, snapshot: snapshot, asFaults: asFaults, madeAhead: madeAhead?.take(index))
             }
             objects.append(object)
             if let missing, isNew || object.isFaultStorage {
@@ -180,7 +180,8 @@ extension ManagedObjectContext {
     }
 
     /// ``registerFaults(_:entity:)``, appending the objects to `objects`.
-    func registerFaults(_ rows: EncodedRows, entity: EntityDescription, appendingTo objects: inout [ManagedObject]) {
+    func registerFaults(_ rows: EncodedRows, entity: EntityDescription, madeAhead: ObjectsMadeAhead? = nil,
+                        appendingTo objects: inout [ManagedObject]) {
         if objects.capacity < objects.count + rows.count { objects.reserveCapacity(max(objects.count + rows.count, 2 * objects.capacity)) }
         registered.reserve(rows.count)
         var released: [ManagedObjectID] = []
@@ -191,8 +192,13 @@ extension ManagedObjectContext {
             }
             let id = ManagedObjectID(entity: entity, primaryKey: rows.key(at: index))
             let (object, isNew) = registered.object(for: id) {
-                let object = ManagedObject.makeFault(of: entity)
-                object.objectID = id
+                let object: ManagedObject
+                if let made = madeAhead?.take(index) {
+                    object = made
+                } else {
+                    object = ManagedObject.makeFault(of: entity)
+                    object.objectID = id
+                }
                 object.contextStorage = self
                 object.pendingRow = rows.snapshot(at: index)
                 return object
@@ -215,9 +221,14 @@ extension ManagedObjectContext {
     /// A new object of this context for a fetched row: a fault, or holding the row's values.
     @inline(__always)
     private func makeRegisteredObject(_ id: ManagedObjectID, entity: EntityDescription, snapshot: RowSnapshot,
-                                      asFaults: Bool) -> ManagedObject {
-        let object = ManagedObject.makeFault(of: entity)
-        object.objectID = id
+                                      asFaults: Bool, madeAhead: ManagedObject?) -> ManagedObject {
+        let object: ManagedObject
+        if let madeAhead {
+            object = madeAhead
+        } else {
+            object = ManagedObject.makeFault(of: entity)
+            object.objectID = id
+        }
         object.managedObjectContext = self
         if !asFaults { object.fill(with: snapshot) }
         return object

@@ -120,6 +120,10 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     /// block registered: the next sweep's share (see ``sweepRegisteredObjects()``).
     var registeredCountAtBlockEnd = 0
     var registeredInPreviousBlock = 0
+    /// How many decoded batches of a large fetch must wait for this context before the task
+    /// decoding them makes their objects too (``ObjectsMadeAhead``); tests set 0 to have it
+    /// make them for every batch.
+    var objectsMadeAheadLead = 2
     /// The undo manager changes are recorded with (``undoManager``), the state of each object
     /// before its first change of the current event, and whether an undo is being applied.
     /// (Read by every insert and every value set.)

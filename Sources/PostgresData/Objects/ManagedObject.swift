@@ -379,6 +379,11 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     /// entity's (``EntityDescription/managedObjectClass``); an object of another class is not
     /// inserted, and the context's next ``ManagedObjectContext/save()-306u2`` throws
     /// ``PostgresDataError/invalidRequest(_:)`` saying so.
+    ///
+    /// Fetches make their objects with it too, with no context, and a large fetch may make
+    /// some off the context's queue: as Core Data advises, an override should do no more
+    /// than its superclass; per-object set-up belongs in ``awakeFromFetch()`` and
+    /// ``awakeFromInsert()``, which run on the context's queue.
     public required init(entity: EntityDescription, insertInto context: ManagedObjectContext?) {
         // A temporary number is drawn when the object is inserted (below, or later); fetched
         // objects get their row's ID at once, and so never draw one.

@@ -21,6 +21,9 @@ final class BatchChannel<Batch: Sendable>: Sendable {
     /// True once the consumer has given up (it failed): the producer may stop decoding.
     var isStopped: Bool { state.withLock { $0.stopped } }
 
+    /// How many batches are sent and not taken yet: how far the producer is ahead.
+    var waitingCount: Int { state.withLock { $0.batches.count } }
+
     func send(_ batch: Batch) {
         let waiter = state.withLock { state -> CheckedContinuation<Batch?, any Error>? in
             guard !state.stopped else { return nil }

@@ -45,12 +45,21 @@ struct SnapshotRemainder: Sendable {
 
     /// Decodes the rows into `channel`, batch by batch, letting other work of the executor
     /// run every 8 batches (a yield per batch measured slower on W2); ends the channel.
-    func decode(batchSize: Int, into channel: BatchChannel<SnapshotBatch>) async {
+    ///
+    /// With `entity`, a batch decoded while `lead` batches or more wait for the consumer
+    /// carries faults for its rows (``ObjectsMadeAhead``): the task, ahead, takes that work
+    /// from the context, and leaves it again as soon as the context catches up.
+    func decode(batchSize: Int, into channel: BatchChannel<SnapshotBatch>, makingObjectsOf entity: EntityDescription? = nil,
+                lead: Int = 2) async {
         var position = start
         do {
             while position < result.count, !channel.isStopped {
                 let end = min(result.count, position + batchSize)
-                channel.send(try decoder.batch(of: result, rows: position..<end))
+                var batch = try decoder.batch(of: result, rows: position..<end)
+                if let entity, channel.waitingCount >= lead, let keys = batch.chunked?.keys {
+                    batch.madeAhead = ObjectsMadeAhead(entity: entity, keys: keys)
+                }
+                channel.send(batch)
                 position = end
                 if (position / batchSize) % 8 == 0 { await Task.yield() }
             }

@@ -23,6 +23,9 @@ struct SnapshotBatch: FetchedRows, Sendable {
     }
 
     private let storage: Storage
+    /// Faults for the batch's rows, when the task that decoded it made them
+    /// (``ObjectsMadeAhead``).
+    var madeAhead: ObjectsMadeAhead?
 
     init(keys: [Int64], versions: [UInt32], chunks: [DecodedRows]) {
         storage = .chunked(keys: keys, versions: versions, chunks: chunks)
