@@ -7,7 +7,8 @@ import Testing
 /// are then registered, filled and uniqued like the objects the context makes itself.
 @Suite struct ObjectsMadeAheadTests {
     /// Every batch after the first carries objects made ahead (a lead of 0); objects the
-    /// context holds already, one with an unsaved change, stay the objects of their rows.
+    /// context holds already, one with an unsaved change, stay the objects of their rows,
+    /// and so does every object of a refetch.
     @Test func objectsMadeAheadStandInOnlyForRowsWithoutAnObject() async throws {
         let container = try await makeContainer()
         let rows = 12_345
@@ -52,6 +53,12 @@ import Testing
                         problems.append("row \(number): \(item.name), \(item.weight), \(item.done), \(item.notes ?? "nil")")
                     }
                 }
+                // A refetch: every row has its object, whatever the task made for it.
+                let again = try context.fetch(request)
+                if again.count != rows || zip(items, again).contains(where: { $0 !== $1 }) {
+                    problems.append("the refetch gave other objects")
+                }
+                if context.registeredObjects.count != rows { problems.append("\(context.registeredObjects.count) registered after the refetch") }
                 if !context.updatedObjects.contains(where: { $0 === held.first }) || context.updatedObjects.count != 1 {
                     problems.append("updated objects: \(context.updatedObjects.map(\.objectID))")
                 }
