@@ -31,13 +31,11 @@ import Testing
         for (total, leaving) in [(3_000, 2_500), (3_000, 40)] {
             let map = IdentityMap()
             let objects = (0..<total).map { key -> ManagedObject in
-                let object = ManagedObject.makeFault(of: entity)
-                object.objectID = ManagedObjectID(entity: entity, primaryKey: Int64(key + 1))
+                let object = ManagedObject.makeFault(ManagedObjectID(entity: entity, primaryKey: Int64(key + 1)))
                 return object
             }
             for object in objects { map.insert(object) }
-            let stranger = ManagedObject.makeFault(of: entity)
-            stranger.objectID = objects[1].objectID
+            let stranger = ManagedObject.makeFault(objects[1].objectID)
             var removed = 0
             // The stranger has the ID of an object that leaves; the first object is listed twice.
             map.remove(Array(objects.prefix(leaving)) + [stranger, objects[0]], where: { $0.objectID.primaryKey != 5 }) { _ in removed += 1 }
@@ -59,7 +57,7 @@ import Testing
     /// made anew differs from one holding the same objects.
     @Test func anObjectSetKeepsTheOrderObjectsJoinedIn() throws {
         let entity = try #require(testModel.entitiesByName["Item"])
-        let objects = (0..<500).map { _ in ManagedObject.makeFault(of: entity) }
+        let objects = (0..<500).map { _ in ManagedObject.makeFault(.unassigned(for: entity)) }
         var random = SplitMix64(seed: 0x5E7)
         var set = ObjectSet()
         var model: [ManagedObject] = []
@@ -108,8 +106,7 @@ import Testing
         var model: [ManagedObjectID: ManagedObject] = [:]
         var released = 0
         func object(_ id: ManagedObjectID) -> ManagedObject {
-            let object = ManagedObject.makeFault(of: id.entity)
-            object.objectID = id
+            let object = ManagedObject.makeFault(id)
             return object
         }
         for step in 0..<60_000 {
@@ -180,8 +177,7 @@ import Testing
         var kept: [ManagedObject] = []
         weak var dropped: ManagedObject?
         for key in 0..<count {
-            let object = ManagedObject.makeFault(of: entity)
-            object.objectID = ManagedObjectID(entity: entity, primaryKey: Int64(key * 7))
+            let object = ManagedObject.makeFault(ManagedObjectID(entity: entity, primaryKey: Int64(key * 7)))
             map.insert(object)
             if key % 2 == 0 { kept.append(object) } else if key == 1 { dropped = object }
         }
@@ -247,8 +243,7 @@ import Testing
         do {
             let map = IdentityMap()
             for key in 0..<count {
-                let object = ManagedObject.makeFault(of: entity)
-                object.objectID = ManagedObjectID(entity: entity, primaryKey: Int64(key) * 3)
+                let object = ManagedObject.makeFault(ManagedObjectID(entity: entity, primaryKey: Int64(key) * 3))
                 map.insert(object)
                 objects.append(object)
             }
@@ -281,15 +276,13 @@ import Testing
             let map = IdentityMap()
             var objects: [ManagedObject] = []
             for key in 0..<fetched {
-                let object = ManagedObject.makeFault(of: entity)
-                object.objectID = ManagedObjectID(entity: entity, primaryKey: Int64(key))
+                let object = ManagedObject.makeFault(ManagedObjectID(entity: entity, primaryKey: Int64(key)))
                 map.insert(object)
                 objects.append(object)
             }
             var new: [ManagedObject] = []
             for _ in 0..<inserted {
-                let object = ManagedObject.makeFault(of: entity)
-                object.objectID = .temporary(for: entity)
+                let object = ManagedObject.makeFault(ManagedObjectID.temporary(for: entity))
                 map.insertNew(object)
                 new.append(object)
             }

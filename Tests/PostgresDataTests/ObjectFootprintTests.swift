@@ -14,7 +14,7 @@ import Testing
 
     @Test func anObjectIsOneBlockOfEightyBytes() throws {
         let entity = try #require(testModel.entitiesByName["TodoList"])
-        let fault = ManagedObject.makeFault(of: entity)
+        let fault = ManagedObject.makeFault(.unassigned(for: entity))
         // glibc's usable size of an 80-byte block (72 bytes and its 8-byte header).
         #expect(blockSize(of: fault) <= 72, "a stored property more makes every object a 96-byte block")
     }

@@ -68,4 +68,46 @@ import Testing
             #expect(problems.isEmpty, "returnsObjectsAsFaults \(asFaults): \(problems.prefix(5))")
         }
     }
+
+    /// The decoding task itself: with a lead of 0, every batch after the first carries a
+    /// bare fault of the entity for each row, with that row's ID, handed over once; with a
+    /// lead no channel reaches, none does.
+    @Test func theDecodingTaskMakesAFaultPerRowOnlyWhenAhead() async throws {
+        let container = try await makeContainer()
+        try await container.rawExecute("""
+            INSERT INTO item (name, created_at, done, weight) SELECT 'item ' || i, to_timestamp(i), false, 0 FROM generate_series(1, 12345) AS i
+            """)
+        let coordinator = container.persistentStoreCoordinator
+        let entity = try #require(coordinator.managedObjectModel.entity(for: Item.self))
+        let (sql, bindings) = try FetchRequest<Item>().sql(for: entity, columns: PersistentStoreCoordinator.selectList(entity))
+        for lead in [0, Int.max] {
+            let query = try await coordinator.querySnapshots(sql: sql, bindings: bindings, entity: entity, batchSize: 5_000,
+                                                             cachesRows: false, access: nil)
+            let rest = try #require(query.rest)
+            let channel = BatchChannel<SnapshotBatch>()
+            await rest.decode(batchSize: 5_000, into: channel, makingObjectsOf: entity, lead: lead)
+            var problems: [String] = []
+            var rows = query.first.count
+            while let batch = try await channel.next() {
+                rows += batch.count
+                guard let made = batch.madeAhead else {
+                    if lead == 0 { problems.append("a batch of \(batch.count) rows without objects") }
+                    continue
+                }
+                if lead != 0 { problems.append("objects made for a consumer not behind") }
+                for index in 0..<batch.count {
+                    guard let object = made.take(index) else {
+                        problems.append("row \(index): no object")
+                        continue
+                    }
+                    if object.objectID != ManagedObjectID(entity: entity, primaryKey: batch.key(at: index)) || !(object is Item)
+                        || !object.isFault || object.managedObjectContext != nil || made.take(index) != nil {
+                        problems.append("row \(index): \(object.objectID), fault \(object.isFault)")
+                    }
+                }
+            }
+            #expect(rows == 12_345)
+            #expect(problems.isEmpty, "lead \(lead): \(problems.prefix(5))")
+        }
+    }
 }

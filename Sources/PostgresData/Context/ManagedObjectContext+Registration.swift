@@ -28,8 +28,7 @@ extension ManagedObjectContext {
         // An ID naming a parent entity: its row's own entity is read (the one query here).
         var objectID = objectID
         if !objectID.entity.subentities.isEmpty, let concrete = try? concreteIDs([objectID]).first { objectID = concrete }
-        let object = ManagedObject.makeFault(of: objectID.entity)
-        object.objectID = objectID
+        let object = ManagedObject.makeFault(objectID)
         object.managedObjectContext = self
         registered.insert(object)
         return object
@@ -116,7 +115,7 @@ extension ManagedObjectContext {
             // (A row decoded already is taken as it is: `decoded()` would copy it.)
             if !asFaults && snapshot.isEncoded { snapshot = snapshot.decoded() }
             let (object, isNew) = registered.object(for: id) {
-                makeRegisteredObject(id, entity: entity, snapshot: snapshot, asFaults: asFaults, madeAhead: madeAhead?.take(index))
+                makeRegisteredObject(madeAhead?.take(index) ?? ManagedObject.makeFault(id), snapshot: snapshot, asFaults: asFaults)
             }
             objects.append(object)
             if let missing, isNew || object.isFaultStorage {
@@ -192,13 +191,7 @@ extension ManagedObjectContext {
             }
             let id = ManagedObjectID(entity: entity, primaryKey: rows.key(at: index))
             let (object, isNew) = registered.object(for: id) {
-                let object: ManagedObject
-                if let made = madeAhead?.take(index) {
-                    object = made
-                } else {
-                    object = ManagedObject.makeFault(of: entity)
-                    object.objectID = id
-                }
+                let object = madeAhead?.take(index) ?? ManagedObject.makeFault(id)
                 object.contextStorage = self
                 object.pendingRow = rows.snapshot(at: index)
                 return object
@@ -218,17 +211,10 @@ extension ManagedObjectContext {
     /// How many rows ahead registration loads the identity map's slots for a row's key.
     static let prefetchDistance = 16
 
-    /// A new object of this context for a fetched row: a fault, or holding the row's values.
+    /// `object`, a new fault for a fetched row, made an object of this context: left a fault,
+    /// or given the row's values.
     @inline(__always)
-    private func makeRegisteredObject(_ id: ManagedObjectID, entity: EntityDescription, snapshot: RowSnapshot,
-                                      asFaults: Bool, madeAhead: ManagedObject?) -> ManagedObject {
-        let object: ManagedObject
-        if let madeAhead {
-            object = madeAhead
-        } else {
-            object = ManagedObject.makeFault(of: entity)
-            object.objectID = id
-        }
+    private func makeRegisteredObject(_ object: ManagedObject, snapshot: RowSnapshot, asFaults: Bool) -> ManagedObject {
         object.managedObjectContext = self
         if !asFaults { object.fill(with: snapshot) }
         return object

@@ -400,11 +400,12 @@ open class ManagedObject: Hashable, CustomStringConvertible {
         context.insertNewlyMade(self, of: entity)
     }
 
-    /// A fault for a row, not registered anywhere yet: the context that makes it sets its ID
-    /// and registers it.
-    static func makeFault(of entity: EntityDescription) -> ManagedObject {
-        let object = entity.managedObjectClass.init(entity: entity, insertInto: nil)
+    /// A fault for the row `id` names, not registered anywhere yet: the context that makes
+    /// it (or takes it, ``ObjectsMadeAhead``) registers it.
+    static func makeFault(_ id: ManagedObjectID) -> ManagedObject {
+        let object = id.entity.managedObjectClass.init(entity: id.entity, insertInto: nil)
         object.isFaultStorage = true
+        object.objectID = id
         return object
     }
 

@@ -24,8 +24,7 @@ final class ObjectsMadeAhead: @unchecked Sendable {
         count = keys.count
         objects = .allocate(capacity: max(1, count))
         for (index, key) in keys.enumerated() {
-            let object = ManagedObject.makeFault(of: entity)
-            object.objectID = ManagedObjectID(entity: entity, primaryKey: key)
+            let object = ManagedObject.makeFault(ManagedObjectID(entity: entity, primaryKey: key))
             (objects + index).initialize(to: Unmanaged.passRetained(object))
         }
     }
