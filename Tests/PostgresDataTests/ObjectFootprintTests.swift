@@ -16,7 +16,7 @@ import Testing
     /// rest of a split one, too small to keep), depending on what other threads freed; of
     /// several, one gets a block of its own size.
     private func smallestBlockSize(of objects: [ManagedObject]) -> Int {
-        objects.map(blockSize(of:)).min() ?? 0
+        objects.map(blockSize(of:)).min() ?? .max
     }
 
     @Test func anObjectIsOneBlockOfEightyBytes() throws {

@@ -98,10 +98,7 @@ extension PersistentStoreCoordinator {
         let version = try row.decode(TransactionID.self, at: 1).rawValue
         let indices = entity.columnIndices
         let decodings = entity.columnDecodings
-        // No properties: `init(unsafeUninitializedCapacity:)` of nothing would write its count
-        // into the empty array every thread shares (as in ``SnapshotDecoder/identities(count:)``).
-        guard !entity.properties.isEmpty else { return (key, RowSnapshot(values: [], version: version)) }
-        let values = try [AttributeValue](unsafeUninitializedCapacity: entity.properties.count) { buffer, count in
+        let values = try [AttributeValue](uninitializedCount: entity.properties.count) { buffer, count in
             // Properties without a column (to-many relationships) hold NULL.
             buffer.initialize(repeating: .null)
             count = buffer.count

@@ -78,13 +78,10 @@ struct SnapshotDecoder: Sendable {
     /// a time (given the chunk's rows, and where their keys and versions go).
     static func identities(count: Int, _ body: (Range<Int>, UnsafeMutablePointer<Int64>, UnsafeMutablePointer<UInt32>) throws -> Void)
         rethrows -> (keys: [Int64], versions: [UInt32]) {
-        // No rows: `init(unsafeUninitializedCapacity:)` of nothing writes its count into the
-        // empty array all threads share, a race the thread sanitizer reports.
-        guard count > 0 else { return ([], []) }
         var versions: [UInt32] = []
         // (Trivial values: a chunk that fails leaves nothing to destroy.)
-        let keys = try [Int64](unsafeUninitializedCapacity: count) { keyBuffer, keyCount in
-            versions = try [UInt32](unsafeUninitializedCapacity: count) { versionBuffer, versionCount in
+        let keys = try [Int64](uninitializedCount: count) { keyBuffer, keyCount in
+            versions = try [UInt32](uninitializedCount: count) { versionBuffer, versionCount in
                 guard let keys = keyBuffer.baseAddress, let versions = versionBuffer.baseAddress else { return }
                 var start = 0
                 while start < count {
