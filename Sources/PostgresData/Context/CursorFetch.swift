@@ -8,7 +8,7 @@ struct CursorFetch<Result>: @unchecked Sendable {
     enum Batch: Sendable {
         case keys([Int64])
         case rows(SnapshotBatch)
-        case encoded(EncodedRows)
+        case encoded(EncodedBatch)
 
         var count: Int {
             switch self {
@@ -62,7 +62,7 @@ struct CursorFetch<Result>: @unchecked Sendable {
         return { result in
             if idsOnly { return .keys(try result.map { try $0.decode(Int64.self, at: 0) }) }
             let decoder = SnapshotDecoder(entity: entity, result: result)
-            if let reader, let rows = try EncodedRows(result, decoder: decoder, reader: reader) { return .encoded(rows) }
+            if let reader, let rows = try EncodedRows.batch(of: result, decoder: decoder, reader: reader) { return .encoded(rows) }
             return .rows(try decoder.batch(of: result, rows: 0..<result.count))
         }
     }

@@ -161,7 +161,7 @@ extension ManagedObjectContext {
             }
             var registered: [ManagedObject] = []
             func register(_ batch: SnapshotBatch) {
-                if let keptBy, let rows = EncodedRows(batch, reader: keptBy) {
+                if let keptBy, let rows = EncodedRows.batch(of: batch, reader: keptBy) {
                     return registerFaults(rows, entity: entity, madeAhead: batch.madeAhead, appendingTo: &registered)
                 }
                 self.register(batch, entity: entity, asFaults: request.returnsObjectsAsFaults && missing == nil,

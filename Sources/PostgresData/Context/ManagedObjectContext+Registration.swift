@@ -172,14 +172,14 @@ extension ManagedObjectContext {
     /// (``ManagedObject/pendingRow``), and the row cache is not touched — a million faults
     /// cost a million objects and identity-map entries, nothing more. A registered fault
     /// takes the newer row; objects holding values keep them (and their unsaved changes).
-    func registerFaults(_ rows: EncodedRows, entity: EntityDescription) -> [ManagedObject] {
+    func registerFaults(_ rows: EncodedBatch, entity: EntityDescription) -> [ManagedObject] {
         var objects: [ManagedObject] = []
         registerFaults(rows, entity: entity, appendingTo: &objects)
         return objects
     }
 
     /// ``registerFaults(_:entity:)``, appending the objects to `objects`.
-    func registerFaults(_ rows: EncodedRows, entity: EntityDescription, madeAhead: ObjectsMadeAhead? = nil,
+    func registerFaults(_ rows: EncodedBatch, entity: EntityDescription, madeAhead: ObjectsMadeAhead? = nil,
                         appendingTo objects: inout [ManagedObject]) {
         if objects.capacity < objects.count + rows.count { objects.reserveCapacity(max(objects.count + rows.count, 2 * objects.capacity)) }
         registered.reserve(rows.count)

@@ -1,12 +1,15 @@
 import PostgresClient
 
 /// The rows of one batch of a large fetch of faults (``RowSnapshot``), as the batch came: the
-/// keys and versions, and the values decoded off the context (while the server runs the next
-/// `FETCH` of an asynchronous fetch, or while the context registers the previous batch of an
-/// ordinary one), so that the faults fire later without decoding anything on the context's
-/// thread. Shared by the snapshots of its rows. The name is from when the rows
-/// stayed encoded until a fault fired: a result whose chunk of rows does not decode still
-/// keeps it encoded, and decodes it again when one of its faults fires.
+/// values decoded off the context (while the server runs the next `FETCH` of an asynchronous
+/// fetch, or while the context registers the previous batch of an ordinary one), so that the
+/// faults fire later without decoding anything on the context's thread. Shared by the
+/// snapshots of its rows. The name is from when the rows stayed encoded until a fault fired:
+/// a result whose chunk of rows does not decode still keeps it encoded, and decodes it again
+/// when one of its faults fires.
+///
+/// The rows' keys and versions are not kept here: registration reads them from the
+/// ``EncodedBatch`` that brings the rows, and each fault keeps its version in its snapshot.
 ///
 /// Only results whose every column has a decoding step that cannot fail take this form
 /// (``SnapshotDecoder/decodesWithoutFailure``): a row decoded late, when a fault fires, has
@@ -14,9 +17,8 @@ import PostgresClient
 final class EncodedRows: Sendable {
     /// The fetch the rows came in: while it lives, the row cache keeps the rows that change.
     let reader: RowCache.Reader
-    /// The rows' primary keys and versions, in the result's order.
-    private let keys: [Int64]
-    private let versions: [UInt32]
+    /// The number of rows.
+    let count: Int
     /// The rows' values, ``SnapshotDecoder/chunkRows`` at a time: the faults of a chunk then
     /// share one ``DecodedRows``, as the objects of an ordinary fetch do. Every chunk, decoded
     /// as the batch arrived (the result is freed); empty when one did not decode. Not an enum
@@ -30,12 +32,11 @@ final class EncodedRows: Sendable {
     /// Reads the keys and versions of `result` and decodes its values, off the context (an
     /// asynchronous fetch decodes a batch while the server runs the next `FETCH`), a chunk of
     /// rows at a time; nil when a column could fail to decode.
-    init?(_ result: QueryResult, decoder: SnapshotDecoder, reader: RowCache.Reader) throws {
+    static func batch(of result: QueryResult, decoder: SnapshotDecoder, reader: RowCache.Reader) throws -> EncodedBatch? {
         guard decoder.decodesWithoutFailure else { return nil }
-        self.reader = reader
         var chunks: [DecodedRows?] = []
         chunks.reserveCapacity((result.count + SnapshotDecoder.chunkRows - 1) / SnapshotDecoder.chunkRows)
-        (keys, versions) = try SnapshotDecoder.identities(count: result.count) { rows, keys, versions in
+        let (keys, versions) = try SnapshotDecoder.identities(count: result.count) { rows, keys, versions in
             do {
                 chunks.append(try decoder.values(of: result, rows: rows, keys: keys, versions: versions))
             } catch {
@@ -45,6 +46,13 @@ final class EncodedRows: Sendable {
                 chunks.append(nil)
             }
         }
+        let rows = EncodedRows(count: keys.count, chunks: chunks, result: result, decoder: decoder, reader: reader)
+        return EncodedBatch(rows: rows, keys: keys, versions: versions)
+    }
+
+    private init(count: Int, chunks: [DecodedRows?], result: QueryResult, decoder: SnapshotDecoder, reader: RowCache.Reader) {
+        self.reader = reader
+        self.count = count
         let decoded = chunks.compactMap { $0 }
         if decoded.count == chunks.count {
             decodedChunks = decoded
@@ -57,29 +65,22 @@ final class EncodedRows: Sendable {
 
     /// The rows of a batch an ordinary fetch decoded in chunks (``SnapshotDecoder/batch(of:rows:)``),
     /// for its faults to keep; nil for rows decoded one by one.
-    init?(_ batch: SnapshotBatch, reader: RowCache.Reader) {
+    static func batch(of batch: SnapshotBatch, reader: RowCache.Reader) -> EncodedBatch? {
         guard let (keys, versions, chunks) = batch.chunked else { return nil }
+        return EncodedBatch(rows: EncodedRows(count: keys.count, chunks: chunks, reader: reader), keys: keys, versions: versions)
+    }
+
+    private init(count: Int, chunks: [DecodedRows], reader: RowCache.Reader) {
         self.reader = reader
-        self.keys = keys
-        self.versions = versions
+        self.count = count
         decodedChunks = chunks
         kept = nil
     }
 
-    /// The primary key of row `index`.
-    func key(at index: Int) -> Int64 { keys[index] }
-
-    var count: Int { keys.count }
-
-    /// The snapshot of row `index`, still encoded.
-    func snapshot(at index: Int) -> RowSnapshot {
-        RowSnapshot(row: index, of: self, version: versions[index])
-    }
-
-    /// The snapshot of row `index`, decoded: a row of its chunk's ``DecodedRows``; nil when
-    /// the chunk does not decode (a value of the wrong size from the server): the fault then
-    /// reads its row from the database, whose error it reports.
-    func decodedSnapshot(at index: Int) -> RowSnapshot? {
+    /// The snapshot of row `index`, of `version`, decoded: a row of its chunk's
+    /// ``DecodedRows``; nil when the chunk does not decode (a value of the wrong size from the
+    /// server): the fault then reads its row from the database, whose error it reports.
+    func decodedSnapshot(at index: Int, version: UInt32) -> RowSnapshot? {
         let chunk = index / SnapshotDecoder.chunkRows
         let start = chunk * SnapshotDecoder.chunkRows
         let rows: DecodedRows?
@@ -93,12 +94,12 @@ final class EncodedRows: Sendable {
         } else {
             rows = decodedChunks[chunk]
         }
-        return rows.map { RowSnapshot(row: index - start, of: $0, version: versions[index]) }
+        return rows.map { RowSnapshot(row: index - start, of: $0, version: version) }
     }
 
     /// The values of row `index`; NULLs when it does not decode (only faults read these rows,
-    /// through ``decodedSnapshot(at:)``, which tells).
+    /// through ``decodedSnapshot(at:version:)``, which tells).
     func values(at index: Int) -> PropertyValues {
-        decodedSnapshot(at: index)?.values ?? PropertyValues([AttributeValue](repeating: .null, count: kept?.decoder.propertyCount ?? 0))
+        decodedSnapshot(at: index, version: 0)?.values ?? PropertyValues([AttributeValue](repeating: .null, count: kept?.decoder.propertyCount ?? 0))
     }
 }

@@ -92,7 +92,7 @@ struct RowSnapshot: Sendable {
     /// The same row with its values decoded (shared with the rows decoded with it); nil when
     /// a row kept encoded does not decode.
     var decodedIfPossible: RowSnapshot? {
-        if case .encoded(let rows) = storage { rows.decodedSnapshot(at: Int(row)) } else { self }
+        if case .encoded(let rows) = storage { rows.decodedSnapshot(at: Int(row), version: version) } else { self }
     }
 
     /// For a row kept encoded whose reader `isCurrent` accepts (no newer row can exist), the
@@ -101,7 +101,7 @@ struct RowSnapshot: Sendable {
     @inline(__always)
     func decodedKeptRow(if isCurrent: (RowCache.Reader) -> Bool) -> RowSnapshot? {
         guard case .encoded(let rows) = storage, isCurrent(rows.reader) else { return nil }
-        return rows.decodedSnapshot(at: Int(row))
+        return rows.decodedSnapshot(at: Int(row), version: version)
     }
 
     /// The same row with its values decoded. Faults decode their rows with
