@@ -73,10 +73,11 @@ public macro Composite() = #externalMacro(module: "PostgresDataMacros", type: "C
 @attached(peer)
 public macro Transient() = #externalMacro(module: "PostgresDataMacros", type: "TransientMacro")
 
-/// Added by `@Entity` to each persistent property without options.
+/// Added by `@Entity` to each persistent property without options, with the property's
+/// index in the entity's properties when the macro can tell it.
 @attached(accessor, names: named(init), named(get), named(set))
 @attached(peer, names: prefixed(`_$`), prefixed(`_$i_`))
-public macro _PersistentProperty() = #externalMacro(module: "PostgresDataMacros", type: "PersistentPropertyMacro")
+public macro _PersistentProperty(index: Int? = nil) = #externalMacro(module: "PostgresDataMacros", type: "PersistentPropertyMacro")
 
 /// Options of ``Attribute(_:minValue:maxValue:minLength:maxLength:regularExpression:validation:derived:columnName:)``.
 public enum AttributeOption: Sendable, Hashable {

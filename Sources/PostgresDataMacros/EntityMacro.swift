@@ -10,9 +10,60 @@ public struct EntityMacro: MemberMacro, MemberAttributeMacro {
         of node: AttributeSyntax, attachedTo declaration: some DeclGroupSyntax,
         providingAttributesFor member: some DeclSyntaxProtocol, in context: some MacroExpansionContext
     ) throws -> [AttributeSyntax] {
-        guard declaration.is(ClassDeclSyntax.self), let property = StoredProperty(member), property.isPersistent,
+        guard let classDecl = declaration.as(ClassDeclSyntax.self), let property = StoredProperty(member), property.isPersistent,
               property.optionsAttribute == nil else { return [] }
-        return ["@_PersistentProperty"]
+        guard let index = literalIndex(of: property.name, in: classDecl) else { return ["@_PersistentProperty"] }
+        return ["@_PersistentProperty(index: \(raw: index))"]
+    }
+
+    /// The index of the property called `name` in the entity's properties, when the macro can
+    /// tell it: the class is not a sub-entity (the parent's properties come first), and
+    /// neither that property nor any before it can be a composite attribute (one index per
+    /// element). Its accessors then read the object's values at a constant, not through a
+    /// lazily initialized global (a call per read). Nil otherwise.
+    static func literalIndex(of name: String, in classDecl: ClassDeclSyntax) -> Int? {
+        guard !isSubentity(classDecl) else { return nil }
+        var index = 0
+        for member in classDecl.memberBlock.members {
+            // The same properties, in the same order, as the entity's description.
+            guard let property = StoredProperty(member.decl), property.isPersistent,
+                  property.type != nil || property.initializer != nil else { continue }
+            guard takesOneIndex(property) else { return nil }
+            if property.name == name { return index }
+            index += 1
+        }
+        return nil
+    }
+
+    /// Whether a property certainly takes one index: a relationship, or an attribute of a
+    /// standard type (declared, or inferred from a literal).
+    private static func takesOneIndex(_ property: StoredProperty) -> Bool {
+        if property.attribute(named: ["Relationship"]) != nil { return true }
+        if let type = property.type { return standardAttributeTypes.contains(unwrappingOptional(type)) }
+        guard let initializer = property.initializer else { return false }
+        return initializer.is(BooleanLiteralExprSyntax.self) || initializer.is(IntegerLiteralExprSyntax.self)
+            || initializer.is(FloatLiteralExprSyntax.self) || initializer.is(StringLiteralExprSyntax.self)
+    }
+
+    private static let standardAttributeTypes: Set<String> = [
+        "String", "Int", "Int16", "Int32", "Int64", "Double", "Float", "Bool", "Date", "Data", "UUID", "URL", "Decimal",
+    ]
+
+    /// `T?`, `T!` and `Optional<T>` → `T`; any other type as written.
+    private static func unwrappingOptional(_ type: TypeSyntax) -> String {
+        if let optional = type.as(OptionalTypeSyntax.self) { return optional.wrappedType.trimmedDescription }
+        if let unwrapped = type.as(ImplicitlyUnwrappedOptionalTypeSyntax.self) { return unwrapped.wrappedType.trimmedDescription }
+        if let identifier = type.as(IdentifierTypeSyntax.self), identifier.name.text == "Optional",
+           let argument = identifier.genericArgumentClause?.arguments.first {
+            return argument.argument.trimmedDescription
+        }
+        return type.trimmedDescription
+    }
+
+    /// A class inheriting from another `@Entity` class is its sub-entity.
+    static func isSubentity(_ classDecl: ClassDeclSyntax) -> Bool {
+        guard let parent = classDecl.inheritanceClause?.inheritedTypes.first?.type.trimmedDescription else { return false }
+        return parent != "ManagedObject" && parent != "PostgresData.ManagedObject"
     }
 
     public static func expansion(
@@ -64,7 +115,7 @@ public struct EntityMacro: MemberMacro, MemberAttributeMacro {
         // A class inheriting from another @Entity class is its sub-entity: the parent's
         // description comes first, and the members that cannot be overridden get own names.
         let parent = classDecl.inheritanceClause?.inheritedTypes.first?.type.trimmedDescription
-        let isSubentity = parent != nil && parent != "ManagedObject" && parent != "PostgresData.ManagedObject"
+        let isSubentity = Self.isSubentity(classDecl)
         if isSubentity, let parent { entityArguments += ", parent: \(parent).entity()" }
         if let abstract = node.arguments?.as(LabeledExprListSyntax.self)?.first(where: { $0.label?.text == "isAbstract" }) {
             entityArguments += ", isAbstract: \(abstract.expression.trimmedDescription)"
@@ -161,6 +212,8 @@ public struct PersistentPropertyMacro: AccessorMacro, PeerMacro {
         let index = "Self._$i_\(property.name)"
         // A derived attribute is read-only: the database computes it.
         let isDerived = node.arguments?.as(LabeledExprListSyntax.self)?.contains { $0.label?.text == "derived" } ?? false
+        // A constant index is checked against the entity's description in debug builds.
+        let check = literalIndex(in: node).map { "assert(Self._$isIndex(\($0), of: \"\(property.name)\"))\n" } ?? ""
         return [
             """
             @storageRestrictions(initializes: \(raw: marker))
@@ -168,8 +221,16 @@ public struct PersistentPropertyMacro: AccessorMacro, PeerMacro {
                 \(raw: marker) = .init()
             }
             """,
-            "get { _$get(\(raw: index)) }",
-        ] + (isDerived ? [] : ["set { _$set(\(raw: index), newValue) }"])
+            "get { \(raw: check.isEmpty ? "" : check + "return ")_$get(\(raw: index)) }",
+        ] + (isDerived ? [] : ["set { \(raw: check)_$set(\(raw: index), newValue) }"])
+    }
+
+    /// The `index:` that `@Entity` gives `@_PersistentProperty` when it can tell it.
+    private static func literalIndex(in node: AttributeSyntax) -> Int? {
+        guard let argument = node.arguments?.as(LabeledExprListSyntax.self)?.first(where: { $0.label?.text == "index" }) else {
+            return nil
+        }
+        return argument.expression.as(IntegerLiteralExprSyntax.self).flatMap { Int($0.literal.text) }
     }
 
     public static func expansion(
@@ -177,9 +238,10 @@ public struct PersistentPropertyMacro: AccessorMacro, PeerMacro {
         in context: some MacroExpansionContext
     ) throws -> [DeclSyntax] {
         guard let property = StoredProperty(declaration), property.isPersistent else { return [] }
+        let index: ExprSyntax = literalIndex(in: node).map { "\(literal: $0)" } ?? "_$index(entity(), \(literal: property.name))"
         return [
             "private var _$\(raw: property.name) = _$PropertyMarker()",
-            "private static let _$i_\(raw: property.name) = _$index(entity(), \(literal: property.name))",
+            "private static let _$i_\(raw: property.name) = \(index)",
         ]
     }
 }

@@ -79,7 +79,7 @@ final class EntityMacroTests: XCTestCase {
             """,
             expandedSource: """
             final class Shelf: ManagedObject {
-                @_PersistentProperty
+                @_PersistentProperty(index: 0)
                 var name: String
                 var books: [Book] {
                     get {
@@ -201,16 +201,18 @@ final class EntityMacroTests: XCTestCase {
                         _$done = .init()
                     }
                     get {
-                        _$get(Self._$i_done)
+                        assert(Self._$isIndex(1, of: "done"))
+                        return _$get(Self._$i_done)
                     }
                     set {
+                        assert(Self._$isIndex(1, of: "done"))
                         _$set(Self._$i_done, newValue)
                     }
                 }
 
                 private var _$done = _$PropertyMarker()
 
-                private static let _$i_done = _$index(entity(), "done")
+                private static let _$i_done = 1
                 var list: TodoList? {
                     @storageRestrictions(initializes: _$list)
                     init(initialValue) {
@@ -261,7 +263,7 @@ final class EntityMacroTests: XCTestCase {
             """,
             expandedSource: """
             final class Account: ManagedObject {
-                @_PersistentProperty
+                @_PersistentProperty(index: 0)
                 var code: String
                 func validateCode(_ value: inout String) throws {}
                 func validateEverything() throws {}
@@ -292,6 +294,55 @@ final class EntityMacroTests: XCTestCase {
                     default:
                         try super._$validate(key, &value)
                     }
+                }
+            }
+            """,
+            macros: ["Entity": EntityMacro.self])
+    }
+
+    /// Accessors read at constant indices while every property so far takes one index; from
+    /// the first whose type could be a composite (an index per element) they look theirs up.
+    func testPropertiesHaveConstantIndicesUntilOneMayBeAComposite() {
+        assertMacroExpansion(
+            """
+            @Entity final class Order: ManagedObject {
+                var number: Int32 = 0
+                @Relationship(inverse: \\Customer.orders) var customer: Customer?
+                var note: Optional<String>
+                var placed = 1.5
+                var address: Address
+                var total: Decimal
+            }
+            """,
+            expandedSource: """
+            final class Order: ManagedObject {
+                @_PersistentProperty(index: 0)
+                var number: Int32 = 0
+                @Relationship(inverse: \\Customer.orders) var customer: Customer?
+                @_PersistentProperty(index: 2)
+                var note: Optional<String>
+                @_PersistentProperty(index: 3)
+                var placed = 1.5
+                @_PersistentProperty
+                var address: Address
+                @_PersistentProperty
+                var total: Decimal
+
+                nonisolated static let _$entity = _$EntityDescription(name: "Order", managedObjectClass: Order.self, properties: [
+                        _$property("number", (Int32).self, default: 0),
+                        _$property("customer", (Customer?).self, inverse: "orders"),
+                        _$property("note", (Optional<String>).self),
+                        _$property("placed", default: 1.5),
+                        _$property("address", (Address).self),
+                        _$property("total", (Decimal).self),
+                    ])
+
+                public override class func entity() -> _$EntityDescription {
+                    _$entity
+                }
+
+                public override class var _$keyPathNames: [AnyKeyPath: String] {
+                    [\\Order.number: "number", \\Order.customer: "customer", \\Order.note: "note", \\Order.placed: "placed", \\Order.address: "address", \\Order.total: "total"]
                 }
             }
             """,

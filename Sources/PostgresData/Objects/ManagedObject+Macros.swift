@@ -125,6 +125,13 @@ extension ManagedObject {
         @inlinable public init() {}
     }
 
+    /// Whether `index` is the index of the property called `name` (`@Entity` gives its
+    /// accessors constant indices where it can tell them; debug builds check them here).
+    public static func _$isIndex(_ index: Int, of name: String) -> Bool {
+        let entity = entity()
+        return entity.propertyIndex(named: name) == index && entity.compositeIndices(named: name) == nil
+    }
+
     /// The index of a property of an `@Entity` class.
     public static func _$index(_ entity: EntityDescription, _ name: String) -> Int {
         guard let index = entity.propertyIndex(named: name) ?? entity.compositeIndices(named: name)?.first else {
