@@ -81,6 +81,20 @@ final class EncodedRows: Sendable {
     /// ``DecodedRows``; nil when the chunk does not decode (a value of the wrong size from the
     /// server): the fault then reads its row from the database, whose error it reports.
     func decodedSnapshot(at index: Int, version: UInt32) -> RowSnapshot? {
+        decoded(at: index).map { RowSnapshot(row: $0.row, of: $0.rows, version: version) }
+    }
+
+    /// The values of row `index`; NULLs when it does not decode (only faults read these rows,
+    /// through ``decodedSnapshot(at:version:)``, which tells).
+    func values(at index: Int) -> PropertyValues {
+        decoded(at: index).map { $0.rows.values(at: $0.row) }
+            ?? PropertyValues([AttributeValue](repeating: .null, count: kept?.decoder.propertyCount ?? 0))
+    }
+
+    /// Row `index` as a row of its chunk's ``DecodedRows`` (decoded now if the chunk was
+    /// kept encoded); nil when the chunk does not decode.
+    @inline(__always)
+    private func decoded(at index: Int) -> (rows: DecodedRows, row: Int)? {
         let chunk = index / SnapshotDecoder.chunkRows
         let start = chunk * SnapshotDecoder.chunkRows
         let rows: DecodedRows?
@@ -94,12 +108,6 @@ final class EncodedRows: Sendable {
         } else {
             rows = decodedChunks[chunk]
         }
-        return rows.map { RowSnapshot(row: index - start, of: $0, version: version) }
-    }
-
-    /// The values of row `index`; NULLs when it does not decode (only faults read these rows,
-    /// through ``decodedSnapshot(at:version:)``, which tells).
-    func values(at index: Int) -> PropertyValues {
-        decodedSnapshot(at: index, version: 0)?.values ?? PropertyValues([AttributeValue](repeating: .null, count: kept?.decoder.propertyCount ?? 0))
+        return rows.map { ($0, index - start) }
     }
 }
