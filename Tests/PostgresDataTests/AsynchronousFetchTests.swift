@@ -203,6 +203,9 @@ import Testing
     /// returns how many came, the identity map's capacity after each batch, and the estimate.
     private func capacitiesWhileFetching(_ container: PersistentContainer) async throws -> (count: Int?, capacities: [Int], estimate: Int?) {
         let context = container.newBackgroundContext()
+        // An object registered first (a new list, which the context's inserted set holds): the
+        // fetch cannot claim the map (``IdentityMap/Claim``), and looks each row up in a table.
+        await context.perform { _ = TodoList(context: context) }
         var request = FetchRequest<Item>(sortDescriptors: [FetchSortDescriptor(key: "createdAt")])
         request.fetchBatchSize = 100
         var asynchronous = AsynchronousFetchRequest(fetchRequest: request)
@@ -235,7 +238,7 @@ import Testing
         let fresh = container.newBackgroundContext()
         let held = try await fresh.perform { () throws in
             let fetch = try CursorFetch(FetchRequest<Item>(), in: fresh)
-            fetch.reserve(for: .keys(Array(1...50)), seen: 0, estimate: 1_000_000, in: fresh)
+            fetch.reserve(for: .keys(Array(1...50)), seen: 0, estimate: 1_000_000, claimed: false, in: fresh)
             return fresh.registered.capacity
         }
         #expect(held >= 128 * 50 && held < 100_000, "\(held)")
@@ -253,6 +256,58 @@ import Testing
         #expect(count == 12_000 && seen.count == 120)
         #expect((estimate ?? 0) >= 36_000, "the premise: an estimate far above the 12,000 rows, not \(String(describing: estimate))")
         #expect(seen.allSatisfy { $0 == seen.first } && (seen.first ?? 0) >= 12_000, "\(Set(seen).sorted())")
+    }
+
+    /// A fetch into a context with no registered object claims its map: no table is built
+    /// while its batches come, and the first lookup afterwards finds its objects. An object
+    /// another block registers between two batches, with the key of a row a later batch
+    /// brings, ends the claim: that row is that object, and the result holds each key once.
+    @Test func aFetchIntoAnEmptyContextRegistersItsObjectsWithoutATable() async throws {
+        let container = try await makeContainer()
+        try await seed(container, count: 1_000)
+        let reader = container.newBackgroundContext()
+        let keys = try await reader.perform { () throws in try reader.fetch(self.sortedByCreation()).map(\.objectID) }
+        #expect(keys.count == 1_000)
+        for interrupted in [false, true] {
+            let context = container.newBackgroundContext()
+            var request = sortedByCreation()
+            request.fetchBatchSize = 100
+            var asynchronous = AsynchronousFetchRequest(fetchRequest: request)
+            let capacities = Locked<[Int]>([])
+            // (The map holds it; an identifier is enough to know it again.)
+            let stranger = Locked<ObjectIdentifier?>(nil)
+            asynchronous.progressHandler = { update in
+                guard !update.isFinished else { return }
+                capacities.withLock { $0.append(context.registered.capacity) }
+                // After the first batch, the row the last batch brings, registered as a fault.
+                if interrupted && update.rowCount == 100 {
+                    stranger.withLock { $0 = ObjectIdentifier(context.object(with: keys[999])) }
+                }
+            }
+            let started = asynchronous
+            let result = try await context.perform { () throws in try context.execute(started) }
+            try await result.wait()
+            let (ids, lastIsStranger, registered, found) = await context.perform {
+                let items = result.finalResult ?? []
+                let last = items.last.map { ObjectIdentifier($0) }
+                let strangerID = stranger.withLock { $0 }
+                // Looked up by ID: the very objects of the result.
+                let found = items.indices.allSatisfy { index in
+                    context.registeredObject(for: keys[index]) === items[index]
+                }
+                return (items.map(\.objectID), strangerID == nil || last == strangerID, context.registeredObjects.count, found)
+            }
+            #expect(ids == keys, "interrupted: \(interrupted)")
+            #expect(lastIsStranger && registered == 1_000 && found, "interrupted: \(interrupted)")
+            let seen = capacities.withLock { $0 }
+            #expect(seen.count == 10)
+            if interrupted {
+                // The first batch under the claim; then a table, for the stranger and the rest.
+                #expect(seen.first == 0 && seen.dropFirst().allSatisfy { $0 >= 200 }, "\(seen)")
+            } else {
+                #expect(seen.allSatisfy { $0 == 0 }, "\(seen)")
+            }
+        }
     }
 
     @Test func cancelAfterTheThirdBatchDeliversNoResultAndLeavesTheConnectionHealthy() async throws {

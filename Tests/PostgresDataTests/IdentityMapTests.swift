@@ -22,6 +22,39 @@ import Testing
         }
     }
 
+    /// Objects entered under a claim wait unplaced: a sweep lets go of those only the map
+    /// holds without placing the rest, a foreign insertion ends the claim, the next lookup
+    /// places them all, and `removeAll` hands every object to its closure once.
+    @Test func claimedObjectsAreSweptFoundAndRemovedWithoutBeingLookedUp() throws {
+        let entity = try #require(testModel.entitiesByName["Item"])
+        let map = IdentityMap()
+        var claim = try #require(map.claimIfEmpty())
+        var kept: [ManagedObject] = []
+        for key in 1...1_000 {
+            let object = ManagedObject.makeFault(ManagedObjectID(entity: entity, primaryKey: Int64(key)))
+            map.insertClaimed(object, claim: &claim)
+            // Every other object is held elsewhere too; the rest only by the map.
+            if key % 2 == 0 { kept.append(object) }
+        }
+        #expect(map.holds(claim) && map.count == 1_000 && map.capacity == 0)
+        #expect(map.claimIfEmpty() == nil)
+        var swept: [Int64] = []
+        var removed = 0
+        // Sweeps of 300 at a time, each from where the last one stopped, go round the list.
+        for _ in 0..<10 { removed += map.sweep(limit: 300) { object in swept.append(object.objectID.primaryKey ?? 0); return true } }
+        #expect(removed == 500 && map.count == 500 && map.capacity == 0)
+        #expect(Set(swept) == Set((1...1_000).filter { $0 % 2 == 1 }.map(Int64.init)))
+        // A sweep is a change: the claim ends with it, as it does with a foreign insertion.
+        #expect(!map.holds(claim))
+        let stranger = ManagedObject.makeFault(ManagedObjectID(entity: entity, primaryKey: 2))
+        #expect(map.insert(stranger).registered === kept[0])
+        #expect(map.capacity >= 500)
+        for object in kept { #expect(map[object.objectID] === object) }
+        var left = 0
+        map.removeAll { _ in left += 1 }
+        #expect(left == 500 && map.count == 0 && map.claimIfEmpty() != nil)
+    }
+
     /// Removing many objects at once (a batch walk letting go of its batch) empties their
     /// slots and places the rest again; removing a few closes each hole. Either way the objects
     /// refused, and those another object of the same ID stands for, stay, an object listed

@@ -81,11 +81,16 @@ struct CursorFetch<Result>: @unchecked Sendable {
     /// ten times since the last vacuum. When the estimate is that far off, the table has room
     /// for at most 128 objects per row of the first batch (slots of 8 bytes, at most
     /// three-quarters full, their number rounded up to a power of two). The row cache, shared
-    /// and never shrinking, takes 16 times at most.
-    func reserve(for batch: Batch, seen: Int, estimate: Int?, in context: ManagedObjectContext) {
+    /// and never shrinking, takes 16 times at most. A fetch that `claimed` the map
+    /// (``IdentityMap/Claim``) makes room in its list of objects waiting to be placed instead.
+    func reserve(for batch: Batch, seen: Int, estimate: Int?, claimed: Bool, in context: ManagedObjectContext) {
         let count = batch.count
         guard seen == 0, let estimate, count < estimate else { return }
-        context.registered.reserve(min(estimate, 128 * count))
+        if claimed {
+            context.registered.reserveUnplaced(min(estimate, 128 * count))
+        } else {
+            context.registered.reserve(min(estimate, 128 * count))
+        }
         if case .rows = batch, request.returnsObjectsAsFaults, !outsideRowCache {
             // Faults whose rows could not stay encoded share them through the row cache.
             context.persistentStoreCoordinator.reserveCachedRows(min(estimate, 16 * count), for: entity)
@@ -95,14 +100,17 @@ struct CursorFetch<Result>: @unchecked Sendable {
     /// Registers a batch in the context (on its queue); its objects, in the store's order.
     func register(_ batch: Batch, in context: ManagedObjectContext) -> [ManagedObject] {
         var objects: [ManagedObject] = []
-        register(batch, in: context, appendingTo: &objects)
+        var claim: IdentityMap.Claim?
+        register(batch, in: context, claim: &claim, appendingTo: &objects)
         return objects
     }
 
     /// ``register(_:in:)``, appending the objects to `objects`: the batches of an
     /// asynchronous fetch enter its result directly, not through an array per batch (a
     /// retain, a release and a copy per object).
-    func register(_ batch: Batch, in context: ManagedObjectContext, appendingTo objects: inout [ManagedObject]) {
+    /// Under `claim` while it holds (``IdentityMap/Claim``), faults kept encoded enter the
+    /// identity map without a lookup each.
+    func register(_ batch: Batch, in context: ManagedObjectContext, claim: inout IdentityMap.Claim?, appendingTo objects: inout [ManagedObject]) {
         switch batch {
         case .keys(let keys):
             if objects.capacity < objects.count + keys.count { objects.reserveCapacity(max(objects.count + keys.count, 2 * objects.capacity)) }
@@ -111,7 +119,7 @@ struct CursorFetch<Result>: @unchecked Sendable {
             context.register(rows, entity: entity, asFaults: request.returnsObjectsAsFaults,
                              sharesRows: request.returnsObjectsAsFaults, fromReplica: outsideRowCache, appendingTo: &objects)
         case .encoded(let rows):
-            context.registerFaults(rows, entity: entity, appendingTo: &objects)
+            context.registerFaults(rows, entity: entity, claim: &claim, appendingTo: &objects)
         }
     }
 

@@ -17,6 +17,8 @@ import Glibc
 /// while it is in the map: remove it, change the ID, insert it again. New objects with IDs
 /// no other object has (``insertNew(_:)``) wait in a list until the map is next used, and
 /// then enter it together: inserting 100,000 objects grows the table once, not 15 times.
+/// So do the objects of a fetch into an empty map (``Claim``): a fetch read, then let go of
+/// with ``removeAll(_:)``, never builds a table at all.
 /// Confined to its context's queue.
 final class IdentityMap {
     @exclusivity(unchecked) private var slots: UnsafeMutablePointer<UInt>?
@@ -28,8 +30,11 @@ final class IdentityMap {
     @exclusivity(unchecked) private var placed = 0
     /// Objects registered by ``insertNew(_:)``, not in the table yet.
     @exclusivity(unchecked) private var unplaced: [ManagedObject] = []
-    /// Where the next ``sweep(limit:where:)`` starts.
+    /// Where the next ``sweep(limit:where:)`` starts, in the table and in `unplaced`.
     @exclusivity(unchecked) private var sweepCursor = 0
+    @exclusivity(unchecked) private var unplacedSweepCursor = 0
+    /// Counts the changes of the registered objects (not their placing): what a ``Claim`` holds.
+    @exclusivity(unchecked) private var generation = 0
     // Keys come from the database, not from callers; a per-map seed still keeps one map's
     // clusters from being another's. Drawn from the process's random seed and the map's
     // address, not from the system's generator (a system call per context).
@@ -58,6 +63,41 @@ final class IdentityMap {
     /// temporary ID: it enters the table with the others waiting, when the map is next used.
     func insertNew(_ object: ManagedObject) {
         unplaced.append(object)
+        generation &+= 1
+    }
+
+    /// A fetch's right to register its objects without looking their IDs up, given while the
+    /// map is empty (``claimIfEmpty()``) and kept while the map changes only by that fetch's
+    /// ``insertClaimed(_:claim:)``: no registered object can then have the ID of one of its
+    /// rows, whose keys are distinct (one row per key in a statement's result).
+    struct Claim {
+        fileprivate var generation: Int
+    }
+
+    /// A ``Claim`` when no object is registered, else nil.
+    func claimIfEmpty() -> Claim? {
+        count == 0 ? Claim(generation: generation) : nil
+    }
+
+    /// Whether nothing but the claim's own insertions changed the map since it was given.
+    func holds(_ claim: Claim) -> Bool {
+        claim.generation == generation
+    }
+
+    /// Registers a fetched object under `claim`, which must hold (``holds(_:)``): it waits in
+    /// the list of ``insertNew(_:)``, unlooked-up, until the map is next used.
+    @inline(__always)
+    func insertClaimed(_ object: ManagedObject, claim: inout Claim) {
+        assert(holds(claim), "insertClaimed(_:claim:) under a claim that no longer holds")
+        unplaced.append(object)
+        generation &+= 1
+        claim.generation = generation
+    }
+
+    /// Makes room for `additional` more objects waiting to be placed.
+    func reserveUnplaced(_ additional: Int) {
+        let wanted = unplaced.count + additional
+        if unplaced.capacity < wanted { unplaced.reserveCapacity(Swift.max(wanted, 2 * unplaced.capacity)) }
     }
 
     /// Enters the objects waiting in `unplaced`, growing the table once for all of them.
@@ -70,11 +110,15 @@ final class IdentityMap {
     private func placeUnplaced() {
         let objects = unplaced
         unplaced = []
+        unplacedSweepCursor = 0
         reserve(objects.count)
+        // Placing changes where objects are, not which: claims still hold.
+        let generation = generation
         for object in objects {
             let (_, isNew) = self.object(for: object.objectID) { object }
-            assert(isNew, "insertNew(_:) with an ID already registered")
+            assert(isNew, "insertNew(_:) or insertClaimed(_:claim:) with an ID already registered")
         }
+        self.generation = generation
     }
 
     /// The object registered with `id`, if any.
@@ -98,6 +142,7 @@ final class IdentityMap {
         assert(object.objectID == id)
         slots[index] = Self.slot(object, tag: tag)
         placed += 1
+        generation &+= 1
         return (object, true)
     }
 
@@ -167,6 +212,7 @@ final class IdentityMap {
             slots[index] = 0
         }
         placed -= emptied.count
+        generation &+= 1
         rebuild(size: mask + 1)
     }
 
@@ -181,6 +227,7 @@ final class IdentityMap {
     private func vacate(_ index: Int, of slots: UnsafeMutablePointer<UInt>) {
         slots[index] = 0
         placed -= 1
+        generation &+= 1
         // Entries after the hole that probed past it move back into it, so every entry
         // stays reachable from its home slot without a gap.
         var hole = index
@@ -205,11 +252,38 @@ final class IdentityMap {
     /// An object's reference count is read in place: the map's reference moves into a cell
     /// and, when the object stays, back into the slot without a retain or a release.
     func sweep(limit: Int, where removable: (ManagedObject) -> Bool) -> Int {
-        // (Objects waiting to be placed are new ones, which their context's inserted set holds.)
-        guard let slots, placed > 0 else { return 0 }
-        return withUnsafeTemporaryAllocation(of: ManagedObject.self, capacity: 1) { buffer in
-            sweep(slots, limit: limit, cell: buffer.baseAddress.unsafelyUnwrapped, where: removable)
+        // Objects waiting to be placed first (fetched ones: new ones are held by their
+        // context's inserted set), without placing them.
+        let (looked, removedUnplaced) = sweepUnplaced(limit: limit, where: removable)
+        guard let slots, placed > 0, looked < limit else { return removedUnplaced }
+        return removedUnplaced + withUnsafeTemporaryAllocation(of: ManagedObject.self, capacity: 1) { buffer in
+            sweep(slots, limit: limit - looked, cell: buffer.baseAddress.unsafelyUnwrapped, where: removable)
         }
+    }
+
+    /// Looks at up to `limit` objects waiting to be placed, from where the previous sweep
+    /// stopped, removing those only the map holds that `removable` accepts (the last takes
+    /// the place of each); returns how many it looked at and how many left.
+    private func sweepUnplaced(limit: Int, where removable: (ManagedObject) -> Bool) -> (looked: Int, removed: Int) {
+        guard !unplaced.isEmpty else { return (0, 0) }
+        var index = unplacedSweepCursor < unplaced.count ? unplacedSweepCursor : 0
+        var looked = 0
+        var removed = 0
+        while looked < Swift.min(limit, unplaced.count) && !unplaced.isEmpty {
+            looked += 1
+            if isKnownUniquelyReferenced(&unplaced[index]) && removable(unplaced[index]) {
+                unplaced.swapAt(index, unplaced.count - 1)
+                // Released last, once the map no longer lists it.
+                _ = unplaced.removeLast()
+                removed += 1
+                generation &+= 1
+            } else {
+                index += 1
+            }
+            if index >= unplaced.count { index = 0 }
+        }
+        unplacedSweepCursor = index
+        return (looked, removed)
     }
 
     private func sweep(_ slots: UnsafeMutablePointer<UInt>, limit: Int, cell: UnsafeMutablePointer<ManagedObject>,
@@ -249,7 +323,10 @@ final class IdentityMap {
     func removeAll(_ leaving: (ManagedObject) -> Void = { _ in }) {
         let waiting = unplaced
         unplaced = []
-        for object in waiting { leaving(object) }
+        unplacedSweepCursor = 0
+        generation &+= 1
+        // Borrowed: the list's own references keep them, and go with it.
+        waiting.forEachBorrowed(leaving)
         guard let slots, placed > 0 else { return }
         guard placed >= Self.addressOrderThreshold else {
             for index in 0...mask where slots[index] != 0 {
@@ -386,6 +463,7 @@ final class IdentityMap {
     /// save's inserted objects taking their keys) cost one pass over the table rather than a
     /// removal and an insertion each.
     func rekey(count: Int, _ changeAll: (_ rekey: (ManagedObject, () -> Void) -> Void) -> Void) {
+        generation &+= 1
         guard count >= 64, count * 4 >= self.count else {
             place()
             changeAll { object, change in

@@ -37,11 +37,15 @@ extension ManagedObjectContext {
                                 // A cancelled fetch delivers nothing: the batch is not worth registering.
                                 guard !result.isCancelRequested else { return }
                                 let seen = collected.objects.count
-                                fetch.reserve(for: batch, seen: seen, estimate: collected.estimate, in: self)
+                                // Its first batch into an empty map claims it: the next batches
+                                // enter it unlooked-up, while no one else registers objects.
+                                if seen == 0 { collected.claim = self.registered.claimIfEmpty() }
+                                fetch.reserve(for: batch, seen: seen, estimate: collected.estimate,
+                                              claimed: collected.claim != nil, in: self)
                                 if seen == 0, let estimate = collected.estimate, batch.count < estimate {
                                     collected.objects.reserveCapacity(min(estimate, 128 * batch.count))
                                 }
-                                fetch.register(batch, in: self, appendingTo: &collected.objects)
+                                fetch.register(batch, in: self, claim: &collected.claim, appendingTo: &collected.objects)
                                 let update = result.advance(by: collected.objects.count - seen)
                                 request.progressHandler?(update)
                             }
@@ -148,4 +152,6 @@ private final class CollectedObjects: @unchecked Sendable {
     var objects: [ManagedObject] = []
     /// The planner's estimate of the result's size.
     var estimate: Int?
+    /// The fetch's claim on the context's identity map, while it holds.
+    var claim: IdentityMap.Claim?
 }

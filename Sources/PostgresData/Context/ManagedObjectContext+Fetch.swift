@@ -160,14 +160,17 @@ extension ManagedObjectContext {
                 if keptBy == nil { coordinator.reserveCachedRows(query.total, for: entity) }
             }
             var registered: [ManagedObject] = []
+            // A fetch into an empty map claims it: its objects enter it unlooked-up, while no
+            // one else registers objects (between batches, other blocks may run).
+            var claim = self.registered.claimIfEmpty()
             func register(_ batch: SnapshotBatch) {
                 if let keptBy, let rows = EncodedRows.batch(of: batch, reader: keptBy) {
-                    return registerFaults(rows, entity: entity, madeAhead: batch.madeAhead, appendingTo: &registered)
+                    return registerFaults(rows, entity: entity, madeAhead: batch.madeAhead, claim: &claim, appendingTo: &registered)
                 }
                 self.register(batch, entity: entity, asFaults: request.returnsObjectsAsFaults && missing == nil,
                               sharesRows: request.returnsObjectsAsFaults && missing == nil,
                               refreshingChanged: request.shouldRefreshRefetchedObjects && missing == nil,
-                              missing: missing, madeAhead: batch.madeAhead, appendingTo: &registered)
+                              missing: missing, madeAhead: batch.madeAhead, claim: &claim, appendingTo: &registered)
             }
             if query.rest != nil {
                 var rest = query.rest
@@ -175,7 +178,7 @@ extension ManagedObjectContext {
                 // Sized once for the whole result: growing a map of a million objects batch by
                 // batch would rehash it about eight times.
                 registered.reserveCapacity(query.total)
-                self.registered.reserve(query.total)
+                if claim != nil { self.registered.reserveUnplaced(query.total) } else { self.registered.reserve(query.total) }
                 // Decoding (on the library's executor, off the connection) and registering
                 // (here) overlap, batch by batch. Only the decoding task keeps the result, so
                 // it is freed once decoded, while the last batches are registered. While the

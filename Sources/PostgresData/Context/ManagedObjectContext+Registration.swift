@@ -90,6 +90,18 @@ extension ManagedObjectContext {
     func register(_ rows: some FetchedRows, entity: EntityDescription, asFaults requestedFaults: Bool = false,
                   sharesRows: Bool = true, fromReplica: Bool? = nil, refreshingChanged: Bool = false,
                   missing: PropertySet? = nil, madeAhead: ObjectsMadeAhead? = nil, appendingTo objects: inout [ManagedObject]) {
+        var claim: IdentityMap.Claim?
+        register(rows, entity: entity, asFaults: requestedFaults, sharesRows: sharesRows, fromReplica: fromReplica,
+                 refreshingChanged: refreshingChanged, missing: missing, madeAhead: madeAhead, claim: &claim, appendingTo: &objects)
+    }
+
+    /// ``register(_:entity:asFaults:sharesRows:fromReplica:refreshingChanged:missing:madeAhead:appendingTo:)``
+    /// under `claim`, while it holds: the rows' objects are all new, and enter the identity
+    /// map without a lookup each (``IdentityMap/Claim``); else `claim` is dropped.
+    func register(_ rows: some FetchedRows, entity: EntityDescription, asFaults requestedFaults: Bool = false,
+                  sharesRows: Bool = true, fromReplica: Bool? = nil, refreshingChanged: Bool = false,
+                  missing: PropertySet? = nil, madeAhead: ObjectsMadeAhead? = nil, claim: inout IdentityMap.Claim?,
+                  appendingTo objects: inout [ManagedObject]) {
         let fromReplica = (fromReplica ?? readsFromReplica) || queryGeneration != nil
         let asFaults = requestedFaults && !fromReplica
         let shares = (sharesRows || asFaults) && !fromReplica
@@ -97,7 +109,9 @@ extension ManagedObjectContext {
         if objects.capacity < start + rows.count { objects.reserveCapacity(max(start + rows.count, 2 * objects.capacity)) }
         var cached: [(ManagedObjectID, RowSnapshot)] = []
         if shares { cached.reserveCapacity(rows.count) }
-        registered.reserve(rows.count)
+        var held = claim.flatMap { registered.holds($0) ? $0 : nil }
+        if held != nil { registered.reserveUnplaced(rows.count) } else { registered.reserve(rows.count) }
+        defer { claim = held }
         var refreshed: [(ManagedObjectID, RowSnapshot)] = []
         // Whether each object of `objects` was given values here: told so (awakeFromFetch)
         // once registration is done. (A flag per object, not a list of them: no reference
@@ -106,7 +120,7 @@ extension ManagedObjectContext {
         awakened.reserveCapacity(rows.count)
         let salt = ManagedObjectID.permanentSalt(of: entity)
         for index in 0..<rows.count {
-            if index + Self.prefetchDistance < rows.count {
+            if held == nil, index + Self.prefetchDistance < rows.count {
                 registered.prefetchSlots(forKey: rows.key(at: index + Self.prefetchDistance), salt: salt)
             }
             let id = ManagedObjectID(entity: entity, primaryKey: rows.key(at: index))
@@ -114,8 +128,16 @@ extension ManagedObjectContext {
             // Objects are filled with decoded rows; faults leave theirs as they came.
             // (A row decoded already is taken as it is: `decoded()` would copy it.)
             if !asFaults && snapshot.isEncoded { snapshot = snapshot.decoded() }
-            let (object, isNew) = registered.object(for: id) {
-                makeRegisteredObject(madeAhead?.take(index) ?? ManagedObject.makeFault(id), snapshot: snapshot, asFaults: asFaults)
+            let object: ManagedObject, isNew: Bool
+            if var claimed = held {
+                object = makeRegisteredObject(madeAhead?.take(index) ?? ManagedObject.makeFault(id), snapshot: snapshot, asFaults: asFaults)
+                registered.insertClaimed(object, claim: &claimed)
+                held = claimed
+                isNew = true
+            } else {
+                (object, isNew) = registered.object(for: id) {
+                    makeRegisteredObject(madeAhead?.take(index) ?? ManagedObject.makeFault(id), snapshot: snapshot, asFaults: asFaults)
+                }
             }
             objects.append(object)
             if let missing, isNew || object.isFaultStorage {
@@ -181,7 +203,28 @@ extension ManagedObjectContext {
     /// ``registerFaults(_:entity:)``, appending the objects to `objects`.
     func registerFaults(_ rows: EncodedBatch, entity: EntityDescription, madeAhead: ObjectsMadeAhead? = nil,
                         appendingTo objects: inout [ManagedObject]) {
+        var claim: IdentityMap.Claim?
+        registerFaults(rows, entity: entity, madeAhead: madeAhead, claim: &claim, appendingTo: &objects)
+    }
+
+    /// ``registerFaults(_:entity:)``, appending the objects to `objects`: under `claim`, while
+    /// it holds, as new objects not looked up (``IdentityMap/Claim``); else `claim` is dropped.
+    func registerFaults(_ rows: EncodedBatch, entity: EntityDescription, madeAhead: ObjectsMadeAhead? = nil,
+                        claim: inout IdentityMap.Claim?, appendingTo objects: inout [ManagedObject]) {
         if objects.capacity < objects.count + rows.count { objects.reserveCapacity(max(objects.count + rows.count, 2 * objects.capacity)) }
+        if var held = claim, registered.holds(held) {
+            registered.reserveUnplaced(rows.count)
+            for index in 0..<rows.count {
+                let object = madeAhead?.take(index) ?? ManagedObject.makeFault(ManagedObjectID(entity: entity, primaryKey: rows.key(at: index)))
+                object.contextStorage = self
+                object.pendingRow = rows.snapshot(at: index)
+                registered.insertClaimed(object, claim: &held)
+                objects.append(object)
+            }
+            claim = held
+            return
+        }
+        claim = nil
         registered.reserve(rows.count)
         var released: [ManagedObjectID] = []
         let salt = ManagedObjectID.permanentSalt(of: entity)
