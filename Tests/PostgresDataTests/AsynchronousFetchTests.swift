@@ -238,7 +238,7 @@ import Testing
         let fresh = container.newBackgroundContext()
         let held = try await fresh.perform { () throws in
             let fetch = try CursorFetch(FetchRequest<Item>(), in: fresh)
-            fetch.reserve(for: .keys(Array(1...50)), seen: 0, estimate: 1_000_000, claimed: false, in: fresh)
+            fetch.reserve(for: .keys(Array(1...50)), seen: 0, estimate: 1_000_000, claim: nil, in: fresh)
             return fresh.registered.capacity
         }
         #expect(held >= 128 * 50 && held < 100_000, "\(held)")

@@ -81,16 +81,12 @@ struct CursorFetch<Result>: @unchecked Sendable {
     /// ten times since the last vacuum. When the estimate is that far off, the table has room
     /// for at most 128 objects per row of the first batch (slots of 8 bytes, at most
     /// three-quarters full, their number rounded up to a power of two). The row cache, shared
-    /// and never shrinking, takes 16 times at most. A fetch that `claimed` the map
-    /// (``IdentityMap/Claim``) makes room in its list of objects waiting to be placed instead.
-    func reserve(for batch: Batch, seen: Int, estimate: Int?, claimed: Bool, in context: ManagedObjectContext) {
+    /// and never shrinking, takes 16 times at most. Under a `claim` (``IdentityMap/Claim``),
+    /// the room is made in the map's list of objects waiting to be placed instead.
+    func reserve(for batch: Batch, seen: Int, estimate: Int?, claim: IdentityMap.Claim?, in context: ManagedObjectContext) {
         let count = batch.count
         guard seen == 0, let estimate, count < estimate else { return }
-        if claimed {
-            context.registered.reserveUnplaced(min(estimate, 128 * count))
-        } else {
-            context.registered.reserve(min(estimate, 128 * count))
-        }
+        context.registered.reserve(min(estimate, 128 * count), under: claim)
         if case .rows = batch, request.returnsObjectsAsFaults, !outsideRowCache {
             // Faults whose rows could not stay encoded share them through the row cache.
             context.persistentStoreCoordinator.reserveCachedRows(min(estimate, 16 * count), for: entity)

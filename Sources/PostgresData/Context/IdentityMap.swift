@@ -94,8 +94,10 @@ final class IdentityMap {
         claim.generation = generation
     }
 
-    /// Makes room for `additional` more objects waiting to be placed.
-    func reserveUnplaced(_ additional: Int) {
+    /// Makes room for `additional` more objects where they will go: in the list of objects
+    /// waiting to be placed under a `claim` that holds, else in the table (``reserve(_:)``).
+    func reserve(_ additional: Int, under claim: Claim?) {
+        guard let claim, holds(claim) else { return reserve(additional) }
         let wanted = unplaced.count + additional
         if unplaced.capacity < wanted { unplaced.reserveCapacity(Swift.max(wanted, 2 * unplaced.capacity)) }
     }
@@ -267,9 +269,11 @@ final class IdentityMap {
     private func sweepUnplaced(limit: Int, where removable: (ManagedObject) -> Bool) -> (looked: Int, removed: Int) {
         guard !unplaced.isEmpty else { return (0, 0) }
         var index = unplacedSweepCursor < unplaced.count ? unplacedSweepCursor : 0
+        // Each look is at another object: one that leaves is replaced by one not looked at yet.
+        let looks = Swift.min(limit, unplaced.count)
         var looked = 0
         var removed = 0
-        while looked < Swift.min(limit, unplaced.count) && !unplaced.isEmpty {
+        while looked < looks && !unplaced.isEmpty {
             looked += 1
             if isKnownUniquelyReferenced(&unplaced[index]) && removable(unplaced[index]) {
                 unplaced.swapAt(index, unplaced.count - 1)

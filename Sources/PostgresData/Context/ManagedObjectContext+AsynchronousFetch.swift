@@ -40,8 +40,7 @@ extension ManagedObjectContext {
                                 // Its first batch into an empty map claims it: the next batches
                                 // enter it unlooked-up, while no one else registers objects.
                                 if seen == 0 { collected.claim = self.registered.claimIfEmpty() }
-                                fetch.reserve(for: batch, seen: seen, estimate: collected.estimate,
-                                              claimed: collected.claim != nil, in: self)
+                                fetch.reserve(for: batch, seen: seen, estimate: collected.estimate, claim: collected.claim, in: self)
                                 if seen == 0, let estimate = collected.estimate, batch.count < estimate {
                                     collected.objects.reserveCapacity(min(estimate, 128 * batch.count))
                                 }

@@ -178,7 +178,7 @@ extension ManagedObjectContext {
                 // Sized once for the whole result: growing a map of a million objects batch by
                 // batch would rehash it about eight times.
                 registered.reserveCapacity(query.total)
-                if claim != nil { self.registered.reserveUnplaced(query.total) } else { self.registered.reserve(query.total) }
+                self.registered.reserve(query.total, under: claim)
                 // Decoding (on the library's executor, off the connection) and registering
                 // (here) overlap, batch by batch. Only the decoding task keeps the result, so
                 // it is freed once decoded, while the last batches are registered. While the

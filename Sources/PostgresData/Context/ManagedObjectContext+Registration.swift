@@ -110,7 +110,7 @@ extension ManagedObjectContext {
         var cached: [(ManagedObjectID, RowSnapshot)] = []
         if shares { cached.reserveCapacity(rows.count) }
         var held = claim.flatMap { registered.holds($0) ? $0 : nil }
-        if held != nil { registered.reserveUnplaced(rows.count) } else { registered.reserve(rows.count) }
+        registered.reserve(rows.count, under: held)
         defer { claim = held }
         var refreshed: [(ManagedObjectID, RowSnapshot)] = []
         // Whether each object of `objects` was given values here: told so (awakeFromFetch)
@@ -128,16 +128,17 @@ extension ManagedObjectContext {
             // Objects are filled with decoded rows; faults leave theirs as they came.
             // (A row decoded already is taken as it is: `decoded()` would copy it.)
             if !asFaults && snapshot.isEncoded { snapshot = snapshot.decoded() }
+            func make() -> ManagedObject {
+                makeRegisteredObject(madeAhead?.take(index) ?? ManagedObject.makeFault(id), snapshot: snapshot, asFaults: asFaults)
+            }
             let object: ManagedObject, isNew: Bool
             if var claimed = held {
-                object = makeRegisteredObject(madeAhead?.take(index) ?? ManagedObject.makeFault(id), snapshot: snapshot, asFaults: asFaults)
+                object = make()
                 registered.insertClaimed(object, claim: &claimed)
                 held = claimed
                 isNew = true
             } else {
-                (object, isNew) = registered.object(for: id) {
-                    makeRegisteredObject(madeAhead?.take(index) ?? ManagedObject.makeFault(id), snapshot: snapshot, asFaults: asFaults)
-                }
+                (object, isNew) = registered.object(for: id, insertingIfAbsent: make)
             }
             objects.append(object)
             if let missing, isNew || object.isFaultStorage {
@@ -212,12 +213,17 @@ extension ManagedObjectContext {
     func registerFaults(_ rows: EncodedBatch, entity: EntityDescription, madeAhead: ObjectsMadeAhead? = nil,
                         claim: inout IdentityMap.Claim?, appendingTo objects: inout [ManagedObject]) {
         if objects.capacity < objects.count + rows.count { objects.reserveCapacity(max(objects.count + rows.count, 2 * objects.capacity)) }
+        // Row `index`'s new fault, in no map yet.
+        @inline(__always) func makeFault(_ index: Int, _ id: ManagedObjectID) -> ManagedObject {
+            let object = madeAhead?.take(index) ?? ManagedObject.makeFault(id)
+            object.contextStorage = self
+            object.pendingRow = rows.snapshot(at: index)
+            return object
+        }
         if var held = claim, registered.holds(held) {
-            registered.reserveUnplaced(rows.count)
+            registered.reserve(rows.count, under: held)
             for index in 0..<rows.count {
-                let object = madeAhead?.take(index) ?? ManagedObject.makeFault(ManagedObjectID(entity: entity, primaryKey: rows.key(at: index)))
-                object.contextStorage = self
-                object.pendingRow = rows.snapshot(at: index)
+                let object = makeFault(index, ManagedObjectID(entity: entity, primaryKey: rows.key(at: index)))
                 registered.insertClaimed(object, claim: &held)
                 objects.append(object)
             }
@@ -233,12 +239,7 @@ extension ManagedObjectContext {
                 registered.prefetchSlots(forKey: rows.key(at: index + Self.prefetchDistance), salt: salt)
             }
             let id = ManagedObjectID(entity: entity, primaryKey: rows.key(at: index))
-            let (object, isNew) = registered.object(for: id) {
-                let object = madeAhead?.take(index) ?? ManagedObject.makeFault(id)
-                object.contextStorage = self
-                object.pendingRow = rows.snapshot(at: index)
-                return object
-            }
+            let (object, isNew) = registered.object(for: id) { makeFault(index, id) }
             objects.append(object)
             if !isNew && object.isFaultStorage {
                 if object.holdsCacheReference {
