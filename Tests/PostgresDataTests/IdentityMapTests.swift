@@ -55,6 +55,26 @@ import Testing
         #expect(left == 500 && map.count == 0 && map.claimIfEmpty() != nil)
     }
 
+    /// Emptied (a context's `reset()`), a map gives back a large table and keeps a small one;
+    /// either way it registers and finds objects again afterwards.
+    @Test func anEmptiedMapGivesBackALargeTable() throws {
+        let entity = try #require(testModel.entitiesByName["Item"])
+        for count in [1_000, 60_000] {
+            let map = IdentityMap()
+            let objects = (1...count).map { ManagedObject.makeFault(ManagedObjectID(entity: entity, primaryKey: Int64($0))) }
+            for object in objects { map.insert(object) }
+            #expect(map.capacity >= count)
+            var left = 0
+            map.removeAll { _ in left += 1 }
+            #expect(left == count && map.count == 0)
+            let isLarge = count * 4 / 3 > IdentityMap.largestKeptSlotCount
+            #expect(map.capacity == 0 || !isLarge, "\(count) objects: the table went")
+            #expect(map.capacity > 0 || isLarge, "\(count) objects: the table stayed")
+            #expect(map.insert(objects[7]).inserted && map[objects[7].objectID] === objects[7])
+            #expect(map[objects[8].objectID] == nil && map.count == 1)
+        }
+    }
+
     /// Removing many objects at once (a batch walk letting go of its batch) empties their
     /// slots and places the rest again; removing a few closes each hole. Either way the objects
     /// refused, and those another object of the same ID stands for, stay, an object listed
@@ -405,11 +425,7 @@ extension IdentityMapTests {
     /// nothing else holds leave the context, a slice per event, and give back their row-cache
     /// references; held, inserted and changed objects stay; true keeps everything.
     @Test func unchangedObjectsNothingHoldsLeaveTheContextUnlessItRetainsThem() async throws {
-        let container = try await makeContainer()
-        try await container.rawExecute("""
-            INSERT INTO item (name, created_at, done, weight)
-            SELECT 'item ' || i, now(), false, 0 FROM generate_series(1, 3000) AS i
-            """)
+        let container = try await makeContainer(items: 3000)
         let coordinator = container.persistentStoreCoordinator
         let context = container.newBackgroundContext()
         #expect(context.retainsRegisteredObjects == false)
@@ -450,6 +466,51 @@ extension IdentityMapTests {
         try await retaining.perform { _ = try retaining.fetch(FetchRequest<Item>()) }
         for _ in 0..<20 { await retaining.perform {} }
         #expect(await retaining.perform { retaining.registeredObjects.count } == 3001)
+        await coordinator.close()
+    }
+
+    /// A table of the row cache that removals leave mostly empty gives its room back, keeping
+    /// the entries that remain: the coordinator lives as long as the process, and one large
+    /// save would otherwise hold its table for good.
+    @Test func theRowCacheGivesBackTheRoomOfRowsThatLeft() throws {
+        let entity = try #require(testModel.entitiesByName["Item"])
+        let cache = RowCache()
+        let ids = (1...20_000).map { ManagedObjectID(entity: entity, primaryKey: Int64($0)) }
+        var values = entity.defaultValues
+        values[0] = .string("kept")
+        cache.retain(ids.map { ($0, RowSnapshot(values: values, version: 2)) })
+        #expect(cache.count == 20_000 && cache.capacity >= 20_000)
+        cache.release(ids.prefix(15_000))
+        #expect(cache.count == 5_000 && cache.capacity >= 20_000, "a quarter full: the room stays")
+        cache.release(ids[15_000..<19_990])
+        #expect(cache.count == 10 && cache.capacity <= RowCache.smallestShrunkCapacity)
+        let remaining = ids.suffix(10).map { cache.snapshot(for: $0) }
+        #expect(remaining.allSatisfy { $0?.value(at: 0) == .string("kept") && $0?.version == 2 })
+        #expect(cache.snapshot(for: ids[0]) == nil)
+    }
+
+    /// The same through a context: the rows of a save of more than a few thousand fetched
+    /// objects leave the cache's room with them when the context is reset.
+    @Test func resettingAContextGivesBackTheRowCachesRoom() async throws {
+        let container = try await makeContainer(items: 8000)
+        let coordinator = container.persistentStoreCoordinator
+        let context = container.newBackgroundContext()
+        context.retainsRegisteredObjects = true
+        try await context.perform {
+            // Two fetches of 4,000: a fetch of more than 5,000 would keep its rows out of the cache.
+            for half in 0..<2 {
+                var request = FetchRequest<Item>(sortDescriptors: [FetchSortDescriptor(key: "name")])
+                request.fetchOffset = half * 4000
+                request.fetchLimit = 4000
+                for item in try context.fetch(request) { item.weight = 1 }
+            }
+            try context.save()
+        }
+        #expect(coordinator.cachedRowCount == 8000 && coordinator.cachedRowCapacity >= 8000)
+        await context.perform { context.reset() }
+        #expect(coordinator.cachedRowCount == 0)
+        #expect(coordinator.cachedRowCapacity <= RowCache.smallestShrunkCapacity)
+        #expect(try await container.rawIntegers("SELECT count(*) FROM item WHERE weight = 1") == [8000])
         await coordinator.close()
     }
 
@@ -519,6 +580,16 @@ extension IdentityMapTests {
 }
 
 /// Objects carried out of a context's queue by a test, read only after the context is gone.
+/// A container whose database holds `count` items named "item 1", "item 2"…, of weight 0.
+private func makeContainer(items count: Int) async throws -> PersistentContainer {
+    let container = try await makeContainer()
+    try await container.rawExecute("""
+        INSERT INTO item (name, created_at, done, weight)
+        SELECT 'item ' || i, now(), false, 0 FROM generate_series(1, \(count)) AS i
+        """)
+    return container
+}
+
 private final class KeptObjects: @unchecked Sendable {
     var objects: [ManagedObject] = []
     weak var context: ManagedObjectContext?

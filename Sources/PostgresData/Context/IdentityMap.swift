@@ -332,6 +332,7 @@ final class IdentityMap {
         // Borrowed: the list's own references keep them, and go with it.
         waiting.forEachBorrowed(leaving)
         guard let slots, placed > 0 else { return }
+        defer { dropLargeTable() }
         guard placed >= Self.addressOrderThreshold else {
             for index in 0...mask where slots[index] != 0 {
                 let object = Self.unmanaged(slots[index])
@@ -366,7 +367,21 @@ final class IdentityMap {
             object._withUnsafeGuaranteedRef { leaving($0) }
             object.release()
         }
-        if inPlace { slots.update(repeating: 0, count: 2 * taken) }
+        if inPlace && mask + 1 <= Self.largestKeptSlotCount { slots.update(repeating: 0, count: 2 * taken) }
+    }
+
+    /// Slot counts above this are given back when the map empties: a context that lives on
+    /// after a large fetch and a reset would otherwise hold its table (8 bytes a slot, two
+    /// slots an object) until it goes.
+    static let largestKeptSlotCount = 1 << 16
+
+    private func dropLargeTable() {
+        guard let slots, mask + 1 > Self.largestKeptSlotCount else { return }
+        Self.deallocateSlots(slots, count: mask + 1, mapped: slotsAreMapped)
+        self.slots = nil
+        slotsAreMapped = false
+        mask = -1
+        sweepCursor = 0
     }
 
     /// From how many objects ``removeAll(_:)`` frees them in address order.

@@ -372,6 +372,9 @@ extension PersistentStoreCoordinator {
     /// Rows in the cache now (for tests and monitoring).
     var cachedRowCount: Int { rowCache.count }
 
+    /// Rows the cache has room for without growing (for tests).
+    var cachedRowCapacity: Int { rowCache.capacity }
+
     /// Rows a save found changed underneath: the rows as they are now replace the cached ones
     /// (a nil row: deleted), so that the next reader starts from them.
     func noteCurrentRows(_ rows: [(ManagedObjectID, RowSnapshot?)]) {
