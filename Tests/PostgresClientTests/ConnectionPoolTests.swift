@@ -101,6 +101,49 @@ struct ConnectionPoolTests {
         await pool.shutdown()
     }
 
+    /// A connection that sent a message larger than libpq's buffer should stay (a statement
+    /// with 17 MiB of parameters, a large chunk of COPY data) is closed when it comes back, and
+    /// the next lease gets a new session; one that sent small messages is kept.
+    @Test func aConnectionThatSentALargeMessageIsNotKept() async throws {
+        let pool = ConnectionPool(configuration: try await TestServer.configuration(), maximumConnections: 1)
+        let small = try await pool.withConnection { connection async throws -> Int32 in
+            #expect(try await connection.query("SELECT length($1)", Data(count: 1 << 20))[0].decode(Int32.self, at: 0) == 1 << 20)
+            #expect(!connection.holdsLargeBuffer)
+            return connection.backendPID
+        }
+        let large = try await pool.withConnection { connection async throws -> Int32 in
+            #expect(connection.backendPID == small, "a connection that sent 1 MiB is kept")
+            let bytes = Connection.largeMessageBytes + 1
+            #expect(try await connection.query("SELECT length($1)", Data(count: bytes))[0].decode(Int32.self, at: 0) == Int32(bytes))
+            #expect(connection.holdsLargeBuffer)
+            return connection.backendPID
+        }
+        let copied = try await pool.withConnection { connection async throws -> Int32 in
+            #expect(connection.backendPID != large, "a new session after the large message")
+            #expect(!connection.holdsLargeBuffer)
+            try await connection.execute(script: "CREATE TEMP TABLE blobs (b bytea)")
+            let rows = try await connection.copyRows(into: "blobs", columns: ["b"]) { writer in
+                try writer.appendEncodedRows(Self.copyRow(of: Connection.largeMessageBytes + 1), count: 1)
+            }
+            #expect(rows == 1)
+            #expect(try await connection.query("SELECT length(b) FROM blobs")[0].decode(Int32.self, at: 0) == Int32(Connection.largeMessageBytes + 1))
+            return connection.backendPID
+        }
+        #expect(copied != large)
+        try await pool.withConnection { connection async throws in
+            #expect(connection.backendPID != copied, "a new session after the large COPY data")
+        }
+        await pool.shutdown()
+    }
+
+    /// One row of binary COPY data: a single `bytea` column of `count` zero bytes.
+    private static func copyRow(of count: Int) -> [UInt8] {
+        var row: [UInt8] = [0, 1]
+        withUnsafeBytes(of: Int32(count).bigEndian) { row.append(contentsOf: $0) }
+        row.append(contentsOf: repeatElement(0, count: count))
+        return row
+    }
+
     @Test func whatALeaseLeavesInTheSessionIsGoneForTheNextOne() async throws {
         let pool = ConnectionPool(configuration: try await TestServer.configuration(), maximumConnections: 1)
         let pid = try await pool.withConnection { connection async throws -> Int32 in

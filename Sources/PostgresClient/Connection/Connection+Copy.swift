@@ -119,6 +119,7 @@ extension Connection {
             }
             PQclear(start)
             var writer = CopyWriter(columnCount: columns.count, send: { bytes in
+                self.noteSending(bytes.count)
                 guard PQputCopyData(handle, bytes.baseAddress?.assumingMemoryBound(to: CChar.self), Int32(bytes.count)) == 1 else {
                     throw PostgresError(.connectionLost, message: "could not send COPY data: \(Self.trimmed(PQerrorMessage(handle)))",
                                         statement: sql)

@@ -42,6 +42,7 @@ extension Connection {
         var sent = 0
         var sendFailure: PostgresError?
         for statement in statements {
+            noteSending(statement.sql, statement.bindings)
             let accepted = statement.bindings.withUnsafeParameters { count, types, values, lengths, formats in
                 PQsendQueryParams(handle, statement.sql, count, types, values, lengths, formats, PostgresFormat.binary.rawValue)
             }

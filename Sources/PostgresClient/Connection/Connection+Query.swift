@@ -45,6 +45,7 @@ extension Connection {
             statementCounter += 1
             let name = "pd_statement_\(statementCounter)"
             let oids = parameterTypes.map(\.oid)
+            noteSending(sql.utf8.count)
             let sent = oids.withUnsafeBufferPointer {
                 PQsendPrepare(handle, name, sql, Int32(oids.count), oids.isEmpty ? nil : $0.baseAddress)
             }
@@ -65,6 +66,7 @@ extension Connection {
             let handle = try readyHandle()
             let started = try begin(token, statement: statement.sql, parameters: bindings.count)
             defer { end(token, statement: statement.sql, since: started) }
+            noteSending(statement.sql, bindings)
             let sent = bindings.withUnsafeParameters { count, _, values, lengths, formats in
                 PQsendQueryPrepared(handle, statement.name, count, values, lengths, formats, options.resultFormat.rawValue)
             }

@@ -58,6 +58,10 @@ public actor Connection {
         var needsReset = false
         /// Leased to code whose statements may leave session state: `DISCARD ALL` on release.
         var sessionNeedsReset = false
+        /// A message larger than ``Connection/largeMessageBytes`` was sent: libpq's output
+        /// buffer grew to its size and never shrinks, so a pool closes the connection rather
+        /// than keep the memory.
+        var sentLargeMessage = false
         var socket: Int32 = -1
         var backendPID: Int32 = 0
     }
@@ -195,6 +199,7 @@ public actor Connection {
         let handle = try readyHandle(for: stream)
         let started = try begin(token, statement: sql, parameters: bindings.count)
         defer { end(token, statement: sql, since: started) }
+        noteSending(sql, bindings)
         let sent = bindings.withUnsafeParameters { count, types, values, lengths, formats in
             PQsendQueryParams(handle, sql, count, types, values, lengths, formats, format.rawValue)
         }
@@ -207,6 +212,7 @@ public actor Connection {
         let handle = try readyHandle(for: stream)
         let started = try begin(token, statement: sql, parameters: 0)
         defer { end(token, statement: sql, since: started) }
+        noteSending(sql.utf8.count)
         guard PQsendQuery(handle, sql) == 1 else { throw sendError(handle, statement: sql) }
         var results: [QueryResult] = []
         var failure: PostgresError?
@@ -315,6 +321,25 @@ public actor Connection {
     func markBroken() {
         health.withLock { $0.isBroken = true }
     }
+
+    /// Messages larger than this (a statement's text and parameters, a chunk of COPY data)
+    /// leave libpq's output buffer as large for the rest of the connection's life.
+    public static let largeMessageBytes = 16 << 20
+
+    /// Notes a message of `bytes` about to be sent (see ``Health/sentLargeMessage``).
+    nonisolated func noteSending(_ bytes: Int) {
+        if bytes > Self.largeMessageBytes { health.withLock { $0.sentLargeMessage = true } }
+    }
+
+    /// Notes a statement about to be sent with its parameters.
+    nonisolated func noteSending(_ sql: String, _ bindings: PostgresBindings) {
+        noteSending(sql.utf8.count + bindings.byteCount)
+    }
+
+    /// True once a message larger than ``largeMessageBytes`` was sent on this connection:
+    /// libpq keeps a buffer of that size until the connection closes, and a pool closes it
+    /// when it comes back rather than keep it idle.
+    public nonisolated var holdsLargeBuffer: Bool { health.withLock { $0.sentLargeMessage } }
 
     func sendError(_ handle: OpaquePointer, statement: String) -> PostgresError {
         let message = configuration.redact(Self.trimmed(PQerrorMessage(handle)))

@@ -240,10 +240,11 @@ public final class ConnectionPool: Sendable {
         }
     }
 
-    /// Returns a leased connection. It is rolled back if it is inside a transaction and
-    /// closed if it broke; either way the pool stays usable.
+    /// Returns a leased connection. It is rolled back if it is inside a transaction, and
+    /// closed if it broke or sent a message larger than ``Connection/largeMessageBytes``
+    /// (libpq would keep a buffer that size for good); either way the pool stays usable.
     public func release(_ connection: Connection) async {
-        var reusable = !connection.isClosed
+        var reusable = !connection.isClosed && !connection.holdsLargeBuffer
         let (needsReset, sessionTouched) = connection.health.withLock { ($0.needsReset, $0.sessionNeedsReset) }
         if reusable && sessionTouched {
             reusable = await connection.discardSession()
@@ -399,10 +400,16 @@ public final class ConnectionPool: Sendable {
         return connection
     }
 
+    private func reason(forDiscarding connection: Connection) -> String {
+        if connection.isClosed { return "broken or closed" }
+        if connection.holdsLargeBuffer { return "it sent a message of more than \(Connection.largeMessageBytes >> 20) MiB, and libpq keeps a buffer that size" }
+        return "pool shut down or connection not reusable"
+    }
+
     private func discard(_ connection: Connection) {
         logger.info("closing a pooled connection", metadata: [
             "db.connection.pid": "\(connection.backendPID)",
-            "reason": "\(connection.isClosed ? "broken or closed" : "pool shut down or connection not reusable")"])
+            "reason": "\(reason(forDiscarding: connection))"])
         let close = Task(executorPreference: LibraryExecutor.shared) { await connection.close() }
         withState { state in
             state.openCount -= 1

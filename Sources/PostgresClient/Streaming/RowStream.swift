@@ -225,6 +225,7 @@ extension Connection {
         if !state.started {
             state.started = true
             logger.debug("statement", metadata: ["db.query.text": "\(state.sql)", "db.query.parameter_count": "\(state.bindings.count)"])
+            noteSending(state.sql, state.bindings)
             let sent = state.bindings.withUnsafeParameters { count, types, values, lengths, formats in
                 PQsendQueryParams(handle, state.sql, count, types, values, lengths, formats, PostgresFormat.binary.rawValue)
             }

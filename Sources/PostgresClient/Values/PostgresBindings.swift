@@ -25,6 +25,8 @@ public struct PostgresBindings: Sendable {
 
     public var count: Int { offsets.count }
     public var isEmpty: Bool { offsets.isEmpty }
+    /// The bytes of the encoded values.
+    var byteCount: Int { buffer.count }
 
     /// Makes room for about `bytes` more bytes of values, so that encoding large arrays
     /// grows (and copies) the buffer at most once.
