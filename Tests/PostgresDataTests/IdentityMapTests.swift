@@ -75,6 +75,24 @@ import Testing
         }
     }
 
+    /// Sweeps that leave a large table an eighth full shrink it to what stays; the objects
+    /// that stay are found under their IDs.
+    @Test func sweepsShrinkALargeTableTheyLeftMostlyEmpty() throws {
+        let entity = try #require(testModel.entitiesByName["Item"])
+        let map = IdentityMap()
+        var objects: [ManagedObject] = (1...60_000).map { ManagedObject.makeFault(ManagedObjectID(entity: entity, primaryKey: Int64($0))) }
+        for object in objects { map.insert(object) }
+        let kept = Array(objects.suffix(100))
+        objects = []
+        let large = map.capacity
+        #expect(large >= 60_000)
+        var removed = map.sweep(limit: 50_000) { _ in true }
+        #expect(removed > 0 && map.capacity == large, "more than an eighth left: the table stays")
+        while map.count > 100 { removed += map.sweep(limit: 50_000) { _ in true } }
+        #expect(removed == 59_900 && map.capacity <= IdentityMap.largestKeptSlotCount / 4 * 3)
+        for object in kept { #expect(map[object.objectID] === object) }
+    }
+
     /// Removing many objects at once (a batch walk letting go of its batch) empties their
     /// slots and places the rest again; removing a few closes each hole. Either way the objects
     /// refused, and those another object of the same ID stands for, stay, an object listed

@@ -258,9 +258,15 @@ final class IdentityMap {
         // context's inserted set), without placing them.
         let (looked, removedUnplaced) = sweepUnplaced(limit: limit, where: removable)
         guard let slots, placed > 0, looked < limit else { return removedUnplaced }
-        return removedUnplaced + withUnsafeTemporaryAllocation(of: ManagedObject.self, capacity: 1) { buffer in
+        let removed = withUnsafeTemporaryAllocation(of: ManagedObject.self, capacity: 1) { buffer in
             sweep(slots, limit: limit - looked, cell: buffer.baseAddress.unsafelyUnwrapped, where: removable)
         }
+        // A large table that sweeps left mostly empty is rebuilt to fit what stays.
+        if mask + 1 > Self.largestKeptSlotCount, placed * 8 < mask + 1 {
+            rebuild(size: Self.size(for: placed))
+            sweepCursor = 0
+        }
+        return removedUnplaced + removed
     }
 
     /// Looks at up to `limit` objects waiting to be placed, from where the previous sweep
@@ -370,9 +376,9 @@ final class IdentityMap {
         if inPlace && mask + 1 <= Self.largestKeptSlotCount { slots.update(repeating: 0, count: 2 * taken) }
     }
 
-    /// Slot counts above this are given back when the map empties: a context that lives on
-    /// after a large fetch and a reset would otherwise hold its table (8 bytes a slot, two
-    /// slots an object) until it goes.
+    /// Slot counts above this are given back when the map empties, and shrunk when sweeps
+    /// leave it an eighth full: a context that lives on after a large fetch would otherwise
+    /// hold its table (8 bytes a slot, two slots an object) until it goes.
     static let largestKeptSlotCount = 1 << 16
 
     private func dropLargeTable() {
