@@ -244,8 +244,10 @@ public final class ConnectionPool: Sendable {
     /// closed if it broke or sent a message larger than ``Connection/largeMessageBytes``
     /// (libpq would keep a buffer that size for good); either way the pool stays usable.
     public func release(_ connection: Connection) async {
-        var reusable = !connection.isClosed && !connection.holdsLargeBuffer
-        let (needsReset, sessionTouched) = connection.health.withLock { ($0.needsReset, $0.sessionNeedsReset) }
+        let (needsReset, sessionTouched, sentLargeMessage) = connection.health.withLock {
+            ($0.needsReset, $0.sessionNeedsReset, $0.sentLargeMessage)
+        }
+        var reusable = !connection.isClosed && !sentLargeMessage
         if reusable && sessionTouched {
             reusable = await connection.discardSession()
         } else if reusable && needsReset {

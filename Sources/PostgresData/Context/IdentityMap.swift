@@ -261,11 +261,7 @@ final class IdentityMap {
         let removed = withUnsafeTemporaryAllocation(of: ManagedObject.self, capacity: 1) { buffer in
             sweep(slots, limit: limit - looked, cell: buffer.baseAddress.unsafelyUnwrapped, where: removable)
         }
-        // A large table that sweeps left mostly empty is rebuilt to fit what stays.
-        if mask + 1 > Self.largestKeptSlotCount, placed * 8 < mask + 1 {
-            rebuild(size: Self.size(for: placed))
-            sweepCursor = 0
-        }
+        shrinkIfSparse()
         return removedUnplaced + removed
     }
 
@@ -338,7 +334,7 @@ final class IdentityMap {
         // Borrowed: the list's own references keep them, and go with it.
         waiting.forEachBorrowed(leaving)
         guard let slots, placed > 0 else { return }
-        defer { dropLargeTable() }
+        defer { shrinkIfSparse() }
         guard placed >= Self.addressOrderThreshold else {
             for index in 0...mask where slots[index] != 0 {
                 let object = Self.unmanaged(slots[index])
@@ -373,21 +369,25 @@ final class IdentityMap {
             object._withUnsafeGuaranteedRef { leaving($0) }
             object.release()
         }
+        // A large table is about to be freed (``shrinkIfSparse()``): no need to clear it.
         if inPlace && mask + 1 <= Self.largestKeptSlotCount { slots.update(repeating: 0, count: 2 * taken) }
     }
 
-    /// Slot counts above this are given back when the map empties, and shrunk when sweeps
-    /// leave it an eighth full: a context that lives on after a large fetch would otherwise
-    /// hold its table (8 bytes a slot, two slots an object) until it goes.
+    /// Tables of more slots than this shrink when removals leave them less than an eighth
+    /// full: a context that lives on after a large fetch would otherwise hold its table
+    /// (8 bytes a slot, two slots an object) until it goes.
     static let largestKeptSlotCount = 1 << 16
 
-    private func dropLargeTable() {
-        guard let slots, mask + 1 > Self.largestKeptSlotCount else { return }
+    /// Rebuilds a large table that removals (sweeps, ``removeAll(_:)``) left less than an
+    /// eighth full to fit the objects that stay, or frees it when none does.
+    private func shrinkIfSparse() {
+        guard let slots, mask + 1 > Self.largestKeptSlotCount, placed * 8 < mask + 1 else { return }
+        sweepCursor = 0
+        guard placed == 0 else { return rebuild(size: Self.size(for: placed)) }
         Self.deallocateSlots(slots, count: mask + 1, mapped: slotsAreMapped)
         self.slots = nil
         slotsAreMapped = false
         mask = -1
-        sweepCursor = 0
     }
 
     /// From how many objects ``removeAll(_:)`` frees them in address order.

@@ -108,23 +108,17 @@ final class RowCache: Sendable {
             return index
         }
 
-        /// Gives back the room of a table that removals left mostly empty. A dictionary keeps
-        /// its capacity as entries leave, and the coordinator lives as long as the process: a
-        /// million rows cached once would hold their table (about 84 MB) for good.
-        mutating func shrinkIfSparse(_ index: Int) {
-            let table = entries[index]
-            guard table.capacity > RowCache.smallestShrunkCapacity, table.count < table.capacity / 8 else { return }
-            var smaller = [Key: Entry](minimumCapacity: table.count * 2)
-            for (key, entry) in table { smaller[key] = entry }
-            entries[index] = smaller
-        }
-
-        /// Shrinks the tables of `indices` (repeats allowed) that removals left sparse.
-        mutating func shrinkSparse(_ indices: some Sequence<Int>) {
-            var checked: [Int] = []
-            for index in indices where entries.indices.contains(index) && !checked.contains(index) {
-                checked.append(index)
-                shrinkIfSparse(index)
+        /// Gives back the room of tables that removals left less than an eighth full (one per
+        /// entity: a look at each is cheap). A dictionary keeps its capacity as entries leave,
+        /// and the coordinator lives as long as the process: a million rows cached once would
+        /// hold their table (about 84 MB) for good.
+        mutating func shrinkSparseTables() {
+            for index in entries.indices {
+                let table = entries[index]
+                guard table.capacity > RowCache.smallestShrunkCapacity, table.count < table.capacity / 8 else { continue }
+                var smaller = [Key: Entry](minimumCapacity: table.count * 2)
+                for (key, entry) in table { smaller[key] = entry }
+                entries[index] = smaller
             }
         }
 
@@ -236,7 +230,7 @@ final class RowCache: Sendable {
                 state.entries[kept.entity][kept.key] = nil
                 return false
             }
-            state.shrinkSparse(state.entries.indices)
+            state.shrinkSparseTables()
         }
     }
 
@@ -352,7 +346,6 @@ final class RowCache: Sendable {
     func release(_ ids: some Sequence<ManagedObjectID>) {
         state.withLock { state in
             let oldest = state.readers.first ?? .max
-            var removedFrom: [Int] = []
             for id in ids {
                 guard let key = id.primaryKey, state.entries.indices.contains(id.entity.modelIndex) else { continue }
                 let index = id.entity.modelIndex
@@ -366,10 +359,9 @@ final class RowCache: Sendable {
                     state.kept.insert(KeptEntry(entity: index, key: Key(key)))
                 } else {
                     state.entries[index].remove(at: position)
-                    if removedFrom.last != index, !removedFrom.contains(index) { removedFrom.append(index) }
                 }
             }
-            state.shrinkSparse(removedFrom)
+            state.shrinkSparseTables()
         }
     }
 
@@ -378,20 +370,18 @@ final class RowCache: Sendable {
     /// reader loads them from the database.
     func remove(_ ids: some Sequence<ManagedObjectID>) {
         state.withLock { state in
-            var removedFrom: [Int] = []
             for id in ids {
                 guard let key = id.primaryKey else { continue }
                 let index = id.entity.modelIndex
                 if !state.isReading, state.entries.indices.contains(index),
                    let position = state.entries[index].index(forKey: Key(key)), state.entries[index].values[position].references == 0 {
                     state.entries[index].remove(at: position)
-                    if removedFrom.last != index, !removedFrom.contains(index) { removedFrom.append(index) }
                 } else {
                     // References stay counted: the objects holding them give them back later.
                     state.change(id, to: nil, stamp: 0)
                 }
             }
-            state.shrinkSparse(removedFrom)
+            state.shrinkSparseTables()
             latestEntryGeneration.store(state.generation, ordering: .releasing)
         }
     }
