@@ -196,4 +196,30 @@ private func insertItems(_ range: Range<Int>, into context: ManagedObjectContext
         }
         #expect(try await container.rawIntegers("SELECT count(*) FROM item") == [6_000])
     }
+
+    /// The count of waiting objects a context keeps (no server): runs of one entity and the
+    /// runs of others between them add up per entity, in the order entities were first met;
+    /// a reservation falls due from the threshold on, every 512 objects.
+    @Test func theWaitingObjectsAreCountedPerEntityAcrossRuns() {
+        let a = EntityDescription(name: "A", properties: [.attribute(AttributeDescription(name: "x", type: .integer64))])
+        let b = EntityDescription(name: "B", properties: [.attribute(AttributeDescription(name: "y", type: .integer64))])
+        var demand = KeyReservation.Demand()
+        var due: [Int] = []
+        for index in 1...KeyReservation.threshold + 1_024 {
+            // A, A, B, A, A, B, …: runs of two and of one.
+            if demand.note(index % 3 == 0 ? b : a) { due.append(index) }
+        }
+        #expect(due == [KeyReservation.threshold, KeyReservation.threshold + 512, KeyReservation.threshold + 1_024])
+        #expect(demand.count == KeyReservation.threshold + 1_024)
+        let counts = demand.take()
+        let total = KeyReservation.threshold + 1_024
+        #expect(counts.map(\.0.name) == ["A", "B"])
+        #expect(counts.map(\.1) == [total - total / 3, total / 3])
+        #expect(demand.count == 0)
+        #expect(demand.take().isEmpty)
+        // Counting starts over after a take: a run of B alone.
+        _ = demand.note(b)
+        _ = demand.note(b)
+        #expect(demand.take().map(\.1) == [2])
+    }
 }

@@ -16,8 +16,8 @@ import PostgresClient
 ///
 /// No Core Data equivalent (Core Data's store draws keys at the save); the pooled key
 /// allocation of Hibernate and the HiLo of Entity Framework work alike. Confined to its
-/// context's queue, except the reservation's own task (so the counts noted per inserted
-/// object skip Swift's dynamic exclusivity checks).
+/// context's queue, except the reservation's own task; the context counts the waiting objects
+/// itself (``Demand``).
 final class KeyReservation {
     /// From this many inserted objects waiting for keys, a reservation is sent.
     static let threshold = 4_096
@@ -25,10 +25,6 @@ final class KeyReservation {
     typealias Keys = [EntityDescription: [Int64]]
 
     private let coordinator: PersistentStoreCoordinator
-    /// Inserted objects no reservation covers yet, per entity (a save's few entities: a small
-    /// array searched by identity, the last entity first).
-    @exclusivity(unchecked) private var waiting: [(entity: EntityDescription, count: Int)] = []
-    @exclusivity(unchecked) private var waitingCount = 0
     /// Keys drawn per entity, ascending, and how many of them were handed out.
     private var reserved: [ObjectIdentifier: (keys: [Int64], used: Int)] = [:]
     /// The reservation on its way: what it asked for, its task, and the keys it drew once it
@@ -53,32 +49,15 @@ final class KeyReservation {
         self.coordinator = coordinator
     }
 
-    /// Notes a new object that will need a key, and sends a reservation when enough wait.
-    @inline(__always)
-    func noteInserted(_ entity: EntityDescription) {
-        if let last = waiting.indices.last, waiting[last].entity === entity {
-            waiting[last].count += 1
-        } else if let slot = waiting.firstIndex(where: { $0.entity === entity }) {
-            waiting[slot].count += 1
-        } else {
-            waiting.append((entity, 1))
-        }
-        waitingCount += 1
-        // (While one is on its way, whether it is back is looked at every 512 objects.)
-        if waitingCount >= Self.threshold, waitingCount % 512 == 0 { reserveWaiting() }
-    }
-
-    /// Sends a reservation for every waiting object, unless one is still on its way (the next
-    /// then covers all that waited meanwhile).
-    private func reserveWaiting() {
+    /// Sends a reservation for every object `demand` counts and takes them out of it, unless
+    /// one is still on its way (the next then covers all that waited meanwhile).
+    func reserve(_ demand: inout Demand) {
         if let inFlight {
             guard let keys = inFlight.arrived.withLock({ $0 }) else { return }
             self.inFlight = nil
             add(keys)
         }
-        let counts = waiting.map { ($0.entity, $0.count) }
-        waiting = []
-        waitingCount = 0
+        let counts = demand.take()
         let coordinator = self.coordinator
         let arrived = Locked<Keys?>(nil)
         let task = Task(executorPreference: LibraryExecutor.shared) {
@@ -123,8 +102,6 @@ final class KeyReservation {
     /// rollback or a reset dropped them).
     func clear() {
         inFlight = nil
-        waiting = []
-        waitingCount = 0
         reserved = [:]
     }
 
@@ -132,6 +109,63 @@ final class KeyReservation {
     func add(_ keys: Keys) {
         for (entity, drawn) in keys {
             reserved[ObjectIdentifier(entity), default: ([], 0)].keys.append(contentsOf: drawn)
+        }
+    }
+}
+
+extension KeyReservation {
+    /// The inserted objects no reservation covers yet, per entity, counted by the context in
+    /// place as each one is inserted: the entity of the latest run of inserts is compared by
+    /// identity and its run counted, so that noting an object costs no reference counting
+    /// (a save of 100,000 new objects notes each one).
+    struct Demand {
+        /// The entity of the latest run of inserts (entity descriptions are immortal), and
+        /// its identity, compared without touching the reference.
+        private unowned(unsafe) var runEntity: EntityDescription?
+        private var runIdentity: ObjectIdentifier?
+        private var run = 0
+        /// The counts of the runs before it, per entity (a save's few entities).
+        private var earlier: [(entity: EntityDescription, count: Int)] = []
+        /// Objects counted in all.
+        private(set) var count = 0
+
+        /// Counts a new object of `entity`; true when a reservation is due: from
+        /// ``KeyReservation/threshold`` objects on, every 512 (whether one on its way is back
+        /// is looked at that often).
+        @inline(__always)
+        mutating func note(_ entity: EntityDescription) -> Bool {
+            if runIdentity == ObjectIdentifier(entity) {
+                run += 1
+            } else {
+                startRun(of: entity)
+            }
+            count += 1
+            return count >= KeyReservation.threshold && count % 512 == 0
+        }
+
+        private mutating func startRun(of entity: EntityDescription) {
+            endRun()
+            runEntity = entity
+            runIdentity = ObjectIdentifier(entity)
+            run = 1
+        }
+
+        /// Adds the latest run to the counts of its entity.
+        private mutating func endRun() {
+            guard let entity = runEntity, run > 0 else { return }
+            if let slot = earlier.firstIndex(where: { $0.entity === entity }) {
+                earlier[slot].count += run
+            } else {
+                earlier.append((entity, run))
+            }
+            run = 0
+        }
+
+        /// The counts per entity, in the order entities were first met, and an empty demand.
+        mutating func take() -> [(EntityDescription, Int)] {
+            endRun()
+            defer { self = Demand() }
+            return earlier.map { ($0.entity, $0.count) }
         }
     }
 }

@@ -54,7 +54,7 @@ extension ManagedObjectContext {
     /// ID, the entity's default values, in no context), with what the general path checks
     /// skipped and the entity passed in rather than read from the object each time.
     func insertNewlyMade(_ object: ManagedObject, of entity: EntityDescription) {
-        guard persistentStoreCoordinator.managedObjectModel.owns(entity) else { return insert(object) }
+        guard entity.owner == modelNumber else { return insert(object) }
         assertOnQueue()
         willChangeForUndo(object)
         object.objectID = .temporary(for: entity)
@@ -65,10 +65,12 @@ extension ManagedObjectContext {
     /// `entity`, which no registered object has: no probe of either table.
     private func enterNew(_ object: ManagedObject, of entity: EntityDescription) {
         registered.insertNew(object)
-        object.managedObjectContext = self
+        // (The context unretained, as the property's setter stores it, without the call.)
+        object.contextStorage = self
+        if object.hasRelationshipSets { mayHoldRelationshipSets = true }
         object.isInsertedStorage = true
         insertedSet.appendNew(object)
-        if parent == nil, !isReadOnly { (keyReservation ?? makeKeyReservation()).noteInserted(entity) }
+        if parent == nil, !isReadOnly, keyDemand.note(entity) { (keyReservation ?? makeKeyReservation()).reserve(&keyDemand) }
         pendingChanges.inserted.append(object.objectID)
         hookChanges?.append(object)
         object.awakeFromInsert()

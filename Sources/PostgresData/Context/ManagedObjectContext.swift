@@ -38,6 +38,9 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     public let concurrencyType: ConcurrencyType
     /// The coordinator the context reads from and saves to (through its parent, if any).
     public let persistentStoreCoordinator: PersistentStoreCoordinator
+    /// The coordinator's model's number (``ManagedObjectModel/number``): whether an entity
+    /// description is the model's own, told without a reference to the model per new object.
+    let modelNumber: UInt64
     /// The parent context: a child's save goes into its parent, not the database.
     public let parent: ManagedObjectContext?
     /// True for a context that only reads: with a read replica
@@ -78,8 +81,10 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     @exclusivity(unchecked) var insertedSet = ObjectSet()
     @exclusivity(unchecked) var updatedSet = ObjectSet()
     @exclusivity(unchecked) var deletedSet = ObjectSet()
-    /// The keys reserved for inserted objects before a save (a root context that writes).
+    /// The keys reserved for inserted objects before a save (a root context that writes),
+    /// and the inserted objects no reservation covers yet.
     @exclusivity(unchecked) var keyReservation: KeyReservation?
+    @exclusivity(unchecked) var keyDemand = KeyReservation.Demand()
     /// False while no object of the context has loaded a relationship stored elsewhere (set
     /// by the object when one does, cleared by `reset()`): saves and merges then skip the
     /// walk over every registered object that looks for them.
@@ -139,6 +144,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     public init(concurrencyType: ConcurrencyType, coordinator: PersistentStoreCoordinator, readOnly: Bool = false) {
         self.concurrencyType = concurrencyType
         self.persistentStoreCoordinator = coordinator
+        self.modelNumber = coordinator.managedObjectModel.number
         self.parent = nil
         self.isReadOnly = readOnly
         self.queue = ContextQueue(isMain: concurrencyType == .mainQueue)
@@ -150,6 +156,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     public init(concurrencyType: ConcurrencyType, parent: ManagedObjectContext) {
         self.concurrencyType = concurrencyType
         self.persistentStoreCoordinator = parent.persistentStoreCoordinator
+        self.modelNumber = parent.modelNumber
         self.parent = parent
         self.isReadOnly = parent.isReadOnly
         self.queue = ContextQueue(isMain: concurrencyType == .mainQueue)

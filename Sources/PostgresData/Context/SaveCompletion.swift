@@ -91,6 +91,7 @@ struct SaveCompletion {
         }
         context.insertedSet = [:]
         context.keyReservation?.clear()
+        context.keyDemand = KeyReservation.Demand()
         context.updatedSet = [:]
         context.deletedSet = [:]
         // Saved values are the committed ones, which an event's changes are measured from.

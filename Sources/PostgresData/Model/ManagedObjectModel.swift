@@ -74,8 +74,8 @@ public final class ManagedObjectModel: Sendable, CustomStringConvertible {
     let hasDerivations: Bool
     let hasUniqueKeys: Bool
 
-    /// Identifies the model to the descriptions it owns.
-    private let number: UInt64
+    /// Identifies the model to the descriptions it owns (``EntityDescription``'s owner).
+    let number: UInt64
     private let entitiesByClass: [ObjectIdentifier: EntityDescription]
 
     /// True when `entity` is this model's own description.

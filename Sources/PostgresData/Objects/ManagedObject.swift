@@ -279,7 +279,15 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     @inline(__always)
     func setOwnValue(_ value: AttributeValue, at index: Int) {
         takeValuesFromSnapshot()
-        ownValues[index] = value
+        if case .extras(let extras)? = side {
+            extras.ownValues[index] = value
+            return
+        }
+        // Taken out, changed and put back (the array's last use: moved, where ``ownValues``'s
+        // `_modify` copies it back and releases the copy, two atomic operations per value).
+        var values = takeOwnValues()
+        values[index] = value
+        side = .values(values)
     }
 
     /// The first change of an object that reads its values through its snapshot and has no
@@ -438,9 +446,9 @@ open class ManagedObject: Hashable, CustomStringConvertible {
         // The context's model's own description: the class's may belong to another model.
         if self != ManagedObject.self {
             // The class's own description, unless the model holds a copy of it (a class in two models).
-            let model = context.persistentStoreCoordinator.managedObjectModel
             let own = entity()
-            return model.owns(own) ? own : model.entity(for: self) ?? own
+            if own.owner == context.modelNumber { return own }
+            return context.persistentStoreCoordinator.managedObjectModel.entity(for: self) ?? own
         }
         preconditionFailure("ManagedObject(context:) needs a subclass declared with @Entity; use init(entity:insertInto:)")
     }
