@@ -131,13 +131,8 @@ extension ManagedObjectContext {
     }
 
     /// The objects a save writes: inserted, then updated, then deleted.
-    func changedObjectsInSaveOrder() -> [ManagedObject] {
-        var objects: [ManagedObject] = []
-        objects.reserveCapacity(insertedSet.count + updatedSet.count + deletedSet.count)
-        objects.append(contentsOf: insertedSet.values)
-        objects.append(contentsOf: updatedSet.values)
-        objects.append(contentsOf: deletedSet.values)
-        return objects
+    func changedObjectsInSaveOrder() -> ChangedObjects {
+        ChangedObjects(of: self)
     }
 
     /// The members of the inserted, updated and deleted sets, as ``ObjectSet/membership``

@@ -76,6 +76,9 @@ struct ObjectSet: ExpressibleByDictionaryLiteral {
     /// One past the last position (positions of removed objects included).
     var endPosition: Int { list.count }
 
+    /// The objects by position, nil where one left: the set's own list, shared.
+    var slots: [ManagedObject?] { list }
+
     /// Calls `body` with each object and its position, in the order they joined.
     func forEachPosition(_ body: (Int, ManagedObject) throws -> Void) rethrows {
         for (position, object) in list.enumerated() {

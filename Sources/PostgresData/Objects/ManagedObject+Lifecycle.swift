@@ -19,7 +19,7 @@ extension ManagedObject {
     /// objects the previous round changed, inserted or deleted (Core Data's rule), so that
     /// every change a hook makes is saved and seen by the hooks. Returns the objects the save
     /// writes.
-    static func callWillSave(in context: ManagedObjectContext) throws -> [ManagedObject] {
+    static func callWillSave(in context: ManagedObjectContext) throws -> ChangedObjects {
         var pending = context.changedObjectsInSaveOrder()
         let listed = context.changeSetMembership
         defer { context.hookChanges = nil }
@@ -36,9 +36,9 @@ extension ManagedObject {
             }
             // The next round: each touched object once, if the save still writes it.
             var seen = Set<ObjectIdentifier>()
-            pending = touched.filter { object in
+            pending = ChangedObjects(touched.filter { object in
                 seen.insert(ObjectIdentifier(object)).inserted && object.managedObjectContext === context && object.hasChanges
-            }
+            })
             if pending.isEmpty { return context.changedObjectsInSaveOrder() }
         }
         throw PostgresDataError.invalidRequest("willSave() kept changing objects for 100 rounds; a hook must set a value only when it differs")

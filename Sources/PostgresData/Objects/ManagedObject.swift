@@ -356,6 +356,11 @@ open class ManagedObject: Hashable, CustomStringConvertible {
         set { rowStorage = newValue }
     }
 
+    /// The version of ``snapshot``, read in place (no copy of the snapshot).
+    var snapshotVersion: UInt32? {
+        isFaultStorage ? nil : storedRow?.version
+    }
+
     /// The row a fault of a large or asynchronous fetch was fetched with (``EncodedRows``); it
     /// fills the fault unless the coordinator saw a newer one since (``RowCache/row(for:pending:)``).
     var pendingRow: RowSnapshot? {
