@@ -28,20 +28,28 @@ struct KeyRequest {
             positions.reserveCapacity(inserted.count)
             slots.reserveCapacity(inserted.count)
         }
+        // The entity of the run of objects under way, compared by identity: a run of one
+        // entity (the usual save) looks nothing up and takes no reference per object.
+        var run: (entity: ObjectIdentifier, slot: Int)?
         // A plain loop, not a closure over these arrays: its captures would cost an
         // exclusivity check per object.
         for offset in 0..<(chosen?.count ?? inserted.endPosition) {
             let position = chosen?[offset] ?? offset
             guard let id = inserted.objectID(at: position), id.isTemporaryID,
                   inserted.allocatedKey(at: position) == 0 else { continue }
-            let entity = id.entity
             let slot: Int
-            if let known = entities.firstIndex(where: { $0 === entity }) {
-                slot = known
+            if let run, run.entity == ObjectIdentifier(id.entity) {
+                slot = run.slot
             } else {
-                entities.append(entity)
-                counts.append(0)
-                slot = entities.count - 1
+                let entity = id.entity
+                if let known = entities.firstIndex(where: { $0 === entity }) {
+                    slot = known
+                } else {
+                    entities.append(entity)
+                    counts.append(0)
+                    slot = entities.count - 1
+                }
+                run = (ObjectIdentifier(entity), slot)
             }
             counts[slot] += 1
             positions.append(position)
