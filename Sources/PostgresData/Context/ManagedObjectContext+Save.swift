@@ -284,19 +284,17 @@ extension ManagedObjectContext {
         var updates: [SavePlan.Update] = []
         updates.reserveCapacity(updatedSet.count)
         // Objects of one entity changing the same properties (the usual save) share one array.
-        var shared: (entity: EntityDescription, properties: PropertySet, columns: [Int])?
+        var shared: (entity: EntityDescription, properties: PropertySet, columns: [Int], translates: Bool)?
         try updatedSet.forEachBorrowed { object in
             let properties = object.changedProperties
-            let changed: [Int]
-            if let shared, shared.entity === object.entity, shared.properties == properties {
-                changed = shared.columns
-            } else {
-                changed = object.entity.writableColumnIndices.filter(properties.contains)
-                shared = (object.entity, properties, changed)
+            let id = object.objectID
+            if shared == nil || shared?.entity !== id.entity || shared?.properties != properties {
+                shared = (id.entity, properties, id.entity.writableColumnIndices.filter(properties.contains), id.entity.hasForeignKeys)
             }
-            updates.append(SavePlan.Update(entity: object.entity, key: object.objectID.primaryKey!,
-                                           version: object.snapshotVersion ?? 0,
-                                           values: try translate(object.values.array, of: object), changed: changed))
+            let values = object.values.array
+            updates.append(SavePlan.Update(entity: id.entity, key: id.primaryKey!, version: object.snapshotVersion ?? 0,
+                                           values: shared?.translates == true ? try translate(values, of: object) : values,
+                                           changed: shared?.columns ?? []))
         }
         let deletes = deletedSet.values.map {
             SavePlan.Delete(entity: $0.entity, key: $0.objectID.primaryKey!, version: $0.snapshot?.version ?? 0)

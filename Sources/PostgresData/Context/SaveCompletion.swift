@@ -45,7 +45,8 @@ struct SaveCompletion {
         let coordinator = context.persistentStoreCoordinator
         let adopted = context.adoptUpsertedRows(upserted)
         let takesRowValues = context.mergePolicy.uniquenessResolution == .storeTrump
-        let updated = Array(context.updatedSet.values)
+        // The change sets' own lists, shared: no copy of each object.
+        let updated = context.updatedSet.slots
         let deleted = Array(context.deletedSet.values)
         context.rebaseRelationshipSets()
         context.makeAllocatedKeysPermanent()
@@ -71,17 +72,23 @@ struct SaveCompletion {
             object.holdsCacheReference = true
             retained.append((object.objectID, object.snapshot ?? row))
         }
-        for object in updated {
-            let snapshot = RowSnapshot(values: object.values, version: version)
-            object.snapshot = snapshot
-            object.changedProperties.removeAll()
-            if !object.holdsCacheReference {
-                object.holdsCacheReference = true
-                retained.append((object.objectID, snapshot))
-            } else {
-                refreshed.append((object.objectID, snapshot))
+        var updatedIDs: [ManagedObjectID] = []
+        updatedIDs.reserveCapacity(context.updatedSet.count + adopted.count)
+        updated.withUnsafeBufferPointer { slots in
+            ManagedObject.forEachBorrowed(in: UnsafeRawBufferPointer(slots)) { _, object in
+                let snapshot = RowSnapshot(values: object.values, version: version)
+                object.snapshot = snapshot
+                object.changedProperties.removeAll()
+                if !object.holdsCacheReference {
+                    object.holdsCacheReference = true
+                    retained.append((object.objectID, snapshot))
+                } else {
+                    refreshed.append((object.objectID, snapshot))
+                }
+                updatedIDs.append(object.objectID)
             }
         }
+        updatedIDs += adopted.map(\.0.objectID)
         coordinator.noteCommittedRows(retained: retained, refreshed: refreshed, deleted: deleted.map(\.objectID))
         context.applyRefreshedRows(read)
         for object in deleted {
@@ -98,7 +105,7 @@ struct SaveCompletion {
         if context.eventBaselines != nil { context.eventBaselines = [:] }
         context.pendingChanges.removeAll()
         var payload = ContextDidSave(
-            inserted: inserted, updated: updated.map(\.objectID) + adopted.map(\.0.objectID),
+            inserted: inserted, updated: updatedIDs,
             deleted: deleted.map(\.objectID), contextName: context.name)
         payload.walPosition = context.replayFloor
         context.didSave(payload)
