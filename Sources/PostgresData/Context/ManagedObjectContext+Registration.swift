@@ -259,7 +259,9 @@ extension ManagedObjectContext {
     /// or given the row's values.
     @inline(__always)
     private func makeRegisteredObject(_ object: ManagedObject, snapshot: RowSnapshot, asFaults: Bool) -> ManagedObject {
-        object.managedObjectContext = self
+        // (The context unretained, as the property's setter stores it, without the call.)
+        object.contextStorage = self
+        if object.hasRelationshipSets { mayHoldRelationshipSets = true }
         if !asFaults { object.fill(with: snapshot) }
         return object
     }
