@@ -22,10 +22,6 @@ struct ChangedObjects {
 
     /// Calls `body` with each object, in order, borrowed (no retain and release of each).
     func forEachBorrowed(_ body: (ManagedObject) throws -> Void) rethrows {
-        for list in lists {
-            try list.withUnsafeBufferPointer { slots in
-                try ManagedObject.forEachBorrowed(in: UnsafeRawBufferPointer(slots)) { _, object in try body(object) }
-            }
-        }
+        for list in lists { try list.forEachBorrowed(body) }
     }
 }

@@ -42,7 +42,7 @@ extension ManagedObjectContext {
         guard registered.insert(object).inserted else { return }
         if object.values.isEmpty { object.values = PropertyValues(object.entity.placeholderValues) }
         object.isFaultStorage = false
-        object.managedObjectContext = self
+        object.join(self)
         object.isInsertedStorage = true
         insertedSet[key] = object
         pendingChanges.inserted.append(object.objectID)
@@ -65,15 +65,20 @@ extension ManagedObjectContext {
     /// `entity`, which no registered object has: no probe of either table.
     private func enterNew(_ object: ManagedObject, of entity: EntityDescription) {
         registered.insertNew(object)
-        // (The context unretained, as the property's setter stores it, without the call.)
-        object.contextStorage = self
-        if object.hasRelationshipSets { mayHoldRelationshipSets = true }
+        object.join(self)
         object.isInsertedStorage = true
         insertedSet.appendNew(object)
         if parent == nil, !isReadOnly, keyDemand.note(entity) { (keyReservation ?? makeKeyReservation()).reserve(&keyDemand) }
         pendingChanges.inserted.append(object.objectID)
         hookChanges?.append(object)
         object.awakeFromInsert()
+    }
+
+    /// Forgets the keys reserved and the objects waiting for them (a save gave its objects
+    /// keys; a rollback or a reset dropped them).
+    func forgetReservedKeys() {
+        keyReservation?.clear()
+        keyDemand = KeyReservation.Demand()
     }
 
     private func makeKeyReservation() -> KeyReservation {

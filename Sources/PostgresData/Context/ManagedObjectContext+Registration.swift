@@ -29,7 +29,7 @@ extension ManagedObjectContext {
         var objectID = objectID
         if !objectID.entity.subentities.isEmpty, let concrete = try? concreteIDs([objectID]).first { objectID = concrete }
         let object = ManagedObject.makeFault(objectID)
-        object.managedObjectContext = self
+        object.join(self)
         registered.insert(object)
         return object
     }
@@ -216,7 +216,7 @@ extension ManagedObjectContext {
         // Row `index`'s new fault, in no map yet.
         @inline(__always) func makeFault(_ index: Int, _ id: ManagedObjectID) -> ManagedObject {
             let object = madeAhead?.take(index) ?? ManagedObject.makeFault(id)
-            object.contextStorage = self
+            object.join(self)
             object.pendingRow = rows.snapshot(at: index)
             return object
         }
@@ -259,9 +259,7 @@ extension ManagedObjectContext {
     /// or given the row's values.
     @inline(__always)
     private func makeRegisteredObject(_ object: ManagedObject, snapshot: RowSnapshot, asFaults: Bool) -> ManagedObject {
-        // (The context unretained, as the property's setter stores it, without the call.)
-        object.contextStorage = self
-        if object.hasRelationshipSets { mayHoldRelationshipSets = true }
+        object.join(self)
         if !asFaults { object.fill(with: snapshot) }
         return object
     }

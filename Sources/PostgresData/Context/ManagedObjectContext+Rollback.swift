@@ -46,8 +46,7 @@ extension ManagedObjectContext {
 
     /// Empties the unsaved changes, the recorded errors and the pending notifications.
     private func forgetChanges() {
-        keyReservation?.clear()
-        keyDemand = KeyReservation.Demand()
+        forgetReservedKeys()
         deletesToPropagate = []
         undoBaselines = [:]
         insertedSet = [:]

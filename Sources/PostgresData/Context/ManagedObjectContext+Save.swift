@@ -292,7 +292,7 @@ extension ManagedObjectContext {
                 shared = (id.entity, properties, id.entity.writableColumnIndices.filter(properties.contains), id.entity.hasForeignKeys)
             }
             let values = object.values.array
-            updates.append(SavePlan.Update(entity: id.entity, key: id.primaryKey!, version: object.snapshotVersion ?? 0,
+            updates.append(SavePlan.Update(entity: id.entity, key: id.primaryKey!, version: object.snapshot?.version ?? 0,
                                            values: shared?.translates == true ? try translate(values, of: object) : values,
                                            changed: shared?.columns ?? []))
         }

@@ -121,7 +121,7 @@ extension ManagedObjectContext {
         }
         if object.contextStorage !== self {
             guard registered.insert(object).inserted else { return }
-            object.managedObjectContext = self
+            object.join(self)
         }
         if !state.values.isEmpty {
             object.isFaultStorage = false

@@ -74,19 +74,17 @@ struct SaveCompletion {
         }
         var updatedIDs: [ManagedObjectID] = []
         updatedIDs.reserveCapacity(context.updatedSet.count + adopted.count)
-        updated.withUnsafeBufferPointer { slots in
-            ManagedObject.forEachBorrowed(in: UnsafeRawBufferPointer(slots)) { _, object in
-                let snapshot = RowSnapshot(values: object.values, version: version)
-                object.snapshot = snapshot
-                object.changedProperties.removeAll()
-                if !object.holdsCacheReference {
-                    object.holdsCacheReference = true
-                    retained.append((object.objectID, snapshot))
-                } else {
-                    refreshed.append((object.objectID, snapshot))
-                }
-                updatedIDs.append(object.objectID)
+        updated.forEachBorrowed { object in
+            let snapshot = RowSnapshot(values: object.values, version: version)
+            object.snapshot = snapshot
+            object.changedProperties.removeAll()
+            if !object.holdsCacheReference {
+                object.holdsCacheReference = true
+                retained.append((object.objectID, snapshot))
+            } else {
+                refreshed.append((object.objectID, snapshot))
             }
+            updatedIDs.append(object.objectID)
         }
         updatedIDs += adopted.map(\.0.objectID)
         coordinator.noteCommittedRows(retained: retained, refreshed: refreshed, deleted: deleted.map(\.objectID))
@@ -97,8 +95,7 @@ struct SaveCompletion {
             object.holdsCacheReference = false
         }
         context.insertedSet = [:]
-        context.keyReservation?.clear()
-        context.keyDemand = KeyReservation.Demand()
+        context.forgetReservedKeys()
         context.updatedSet = [:]
         context.deletedSet = [:]
         // Saved values are the committed ones, which an event's changes are measured from.

@@ -12,6 +12,17 @@ extension Array where Element == ManagedObject {
     }
 }
 
+extension Array where Element == ManagedObject? {
+    /// Calls `body` with each object (nil slots skipped), borrowed, as the array of objects
+    /// does (a change set's own list).
+    func forEachBorrowed(_ body: (ManagedObject) throws -> Void) rethrows {
+        let objects = self
+        try objects.withUnsafeBufferPointer { objects in
+            try ManagedObject.forEachBorrowed(in: UnsafeRawBufferPointer(objects)) { _, object in try body(object) }
+        }
+    }
+}
+
 extension ManagedObject {
     /// Calls `body` with the position and the object of each word of `references` (a buffer
     /// of `ManagedObject` or `ManagedObject?`; zero, nil, is skipped), the object borrowed:

@@ -345,20 +345,24 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     public internal(set) var managedObjectContext: ManagedObjectContext? {
         get { contextStorage }
         set {
-            contextStorage = newValue
-            if let newValue, hasRelationshipSets { newValue.mayHoldRelationshipSets = true }
+            if let newValue { join(newValue) } else { contextStorage = nil }
         }
+    }
+
+    /// Makes `context` the object's context (held unretained, as ``managedObjectContext``
+    /// holds it). Registering a million fetched objects or inserting 100,000 new ones calls
+    /// it once each: the context is borrowed, where the property's setter takes a reference
+    /// to it for the call.
+    @inline(__always)
+    func join(_ context: ManagedObjectContext) {
+        contextStorage = context
+        if hasRelationshipSets { context.mayHoldRelationshipSets = true }
     }
 
     /// The committed state the context last saw (nil for inserted objects and faults).
     var snapshot: RowSnapshot? {
         get { isFaultStorage ? nil : rowStorage }
         set { rowStorage = newValue }
-    }
-
-    /// The version of ``snapshot``, read in place (no copy of the snapshot).
-    var snapshotVersion: UInt32? {
-        isFaultStorage ? nil : storedRow?.version
     }
 
     /// The row a fault of a large or asynchronous fetch was fetched with (``EncodedRows``); it
