@@ -1,5 +1,6 @@
 import Foundation
 import PostgresClient
+import SwiftShims
 
 /// An entity of the model: its name, class, properties, constraints and table.
 ///
@@ -122,6 +123,11 @@ public final class EntityDescription: @unchecked Sendable, Hashable, CustomStrin
         }
         self.otherAttributeRules = attributeRules.filter { $0.rule.plainCheck == nil || !$0.rule.predicates.isEmpty }
         Self.created.withLock { $0.append(self) }
+        // Kept above for ever, it is told so: its retains and releases then read its count
+        // and write nothing. A million objects made by two threads at once (a large fetch)
+        // retained and released the one entity they share, each operation waiting for
+        // the other core to give up the cache line holding its count.
+        _swift_stdlib_immortalize(Unmanaged.passUnretained(self).toOpaque())
     }
 
     /// Every description ever made: descriptions are immortal, so that IDs and objects can
