@@ -118,64 +118,83 @@ extension ManagedObjectContext {
         // counting per row.)
         var awakened: [Bool] = []
         awakened.reserveCapacity(rows.count)
-        let salt = ManagedObjectID.permanentSalt(of: entity)
-        for index in 0..<rows.count {
-            if held == nil, index + Self.prefetchDistance < rows.count {
-                registered.prefetchSlots(forKey: rows.key(at: index + Self.prefetchDistance), salt: salt)
-            }
-            let id = ManagedObjectID(entity: entity, primaryKey: rows.key(at: index))
-            var snapshot = rows.snapshot(at: index)
-            // Objects are filled with decoded rows; faults leave theirs as they came.
-            // (A row decoded already is taken as it is: `decoded()` would copy it.)
-            if !asFaults && snapshot.isEncoded { snapshot = snapshot.decoded() }
-            func make() -> ManagedObject {
-                makeRegisteredObject(madeAhead?.take(index) ?? ManagedObject.makeFault(id), snapshot: snapshot, asFaults: asFaults)
-            }
-            let object: ManagedObject, isNew: Bool
-            if var claimed = held {
-                object = make()
-                registered.insertClaimed(object, claim: &claimed)
-                held = claimed
-                isNew = true
-            } else {
-                (object, isNew) = registered.object(for: id, insertingIfAbsent: make)
-            }
-            objects.append(object)
-            if let missing, isNew || object.isFaultStorage {
-                object.fill(with: snapshot)
-                object.missingProperties = missing
-                awakened.append(true)
-                continue
-            }
-            if isNew {
-                awakened.append(!asFaults)
-                if shares {
-                    object.holdsCacheReference = true
-                    cached.append((id, snapshot))
-                }
-            } else if object.isFaultStorage && asFaults {
-                awakened.append(false)
-                object.pendingRow = nil
-                if object.holdsCacheReference {
-                    refreshed.append((id, snapshot))
+        // Objects are filled with decoded rows; faults leave theirs as they came.
+        // (A row decoded already is taken as it is: `decoded()` would copy it.)
+        @inline(__always) func snapshot(at index: Int) -> RowSnapshot {
+            let snapshot = rows.snapshot(at: index)
+            return !asFaults && snapshot.isEncoded ? snapshot.decoded() : snapshot
+        }
+        if var claimed = held {
+            // Every row a new object (a fetch into an empty context): each row's snapshot goes
+            // straight into its object, and the object into the list, with no copy of either
+            // to release at the end of the row.
+            for index in 0..<rows.count {
+                let id = ManagedObjectID(entity: entity, primaryKey: rows.key(at: index))
+                let object = madeAhead?.take(index) ?? ManagedObject.makeFault(id)
+                object.join(self)
+                if let missing {
+                    object.fill(with: snapshot(at: index))
+                    object.missingProperties = missing
                 } else {
-                    cached.append((id, snapshot))
-                    object.holdsCacheReference = true
+                    if shares {
+                        object.holdsCacheReference = true
+                        cached.append((id, snapshot(at: index)))
+                    }
+                    if !asFaults { object.fill(with: snapshot(at: index)) }
                 }
-            } else if object.isFaultStorage {
-                object.fill(with: snapshot)
-                awakened.append(true)
-                if shares && !object.holdsCacheReference {
-                    cached.append((id, snapshot))
-                    object.holdsCacheReference = true
+                registered.insertClaimed(object, claim: &claimed)
+                objects.append(consume object)
+                awakened.append(missing != nil || !asFaults)
+            }
+            held = claimed
+        } else {
+            let salt = ManagedObjectID.permanentSalt(of: entity)
+            for index in 0..<rows.count {
+                if index + Self.prefetchDistance < rows.count {
+                    registered.prefetchSlots(forKey: rows.key(at: index + Self.prefetchDistance), salt: salt)
                 }
-            } else if refreshingChanged && !object.hasChanges && object.snapshot?.version != snapshot.version {
-                // shouldRefreshRefetchedObjects: the row moved since the object read it.
-                awakened.append(false)
-                rebase(object, onto: snapshot, keepLocalChanges: false)
-                if object.holdsCacheReference { refreshed.append((id, snapshot)) }
-            } else {
-                awakened.append(false)
+                let id = ManagedObjectID(entity: entity, primaryKey: rows.key(at: index))
+                let snapshot = snapshot(at: index)
+                let (object, isNew) = registered.object(for: id) {
+                    makeRegisteredObject(madeAhead?.take(index) ?? ManagedObject.makeFault(id), snapshot: snapshot, asFaults: asFaults)
+                }
+                objects.append(object)
+                if let missing, isNew || object.isFaultStorage {
+                    object.fill(with: snapshot)
+                    object.missingProperties = missing
+                    awakened.append(true)
+                    continue
+                }
+                if isNew {
+                    awakened.append(!asFaults)
+                    if shares {
+                        object.holdsCacheReference = true
+                        cached.append((id, snapshot))
+                    }
+                } else if object.isFaultStorage && asFaults {
+                    awakened.append(false)
+                    object.pendingRow = nil
+                    if object.holdsCacheReference {
+                        refreshed.append((id, snapshot))
+                    } else {
+                        cached.append((id, snapshot))
+                        object.holdsCacheReference = true
+                    }
+                } else if object.isFaultStorage {
+                    object.fill(with: snapshot)
+                    awakened.append(true)
+                    if shares && !object.holdsCacheReference {
+                        cached.append((id, snapshot))
+                        object.holdsCacheReference = true
+                    }
+                } else if refreshingChanged && !object.hasChanges && object.snapshot?.version != snapshot.version {
+                    // shouldRefreshRefetchedObjects: the row moved since the object read it.
+                    awakened.append(false)
+                    rebase(object, onto: snapshot, keepLocalChanges: false)
+                    if object.holdsCacheReference { refreshed.append((id, snapshot)) }
+                } else {
+                    awakened.append(false)
+                }
             }
         }
         let coordinator = persistentStoreCoordinator
