@@ -244,7 +244,8 @@ extension ManagedObjectContext {
             for index in 0..<rows.count {
                 let object = makeFault(index, ManagedObjectID(entity: entity, primaryKey: rows.key(at: index)))
                 registered.insertClaimed(object, claim: &held)
-                objects.append(object)
+                // Moved: a copy would be one more retain, and its release, per fault.
+                objects.append(consume object)
             }
             claim = held
             return
