@@ -123,10 +123,10 @@ public final class EntityDescription: @unchecked Sendable, Hashable, CustomStrin
         }
         self.otherAttributeRules = attributeRules.filter { $0.rule.plainCheck == nil || !$0.rule.predicates.isEmpty }
         Self.created.withLock { $0.append(self) }
-        // Kept above for ever, it is told so: its retains and releases then read its count
-        // and write nothing. A million objects made by two threads at once (a large fetch)
-        // retained and released the one entity they share, each operation waiting for
-        // the other core to give up the cache line holding its count.
+        // `created` keeps it for ever, and the runtime is told so: retaining and releasing it
+        // then read its count and write nothing. The objects of a large fetch, made by two
+        // threads at once, each retained and released their shared entity, each operation
+        // waiting for the other core to give up the cache line holding the count.
         _swift_stdlib_immortalize(Unmanaged.passUnretained(self).toOpaque())
     }
 
