@@ -120,6 +120,62 @@ import Testing
         #expect(profile == "12.34 https://example.com/a")
     }
 
+    /// An asynchronous fetch's faults keep the cache's reader for their rows only while one
+    /// of them still waits: once the last fires, or the context lets go of them, the cache
+    /// stops keeping changed rows for it, though the fired objects still read their rows.
+    @Test func theLastFaultToFireEndsTheFetchsReadingOfTheRowCache() async throws {
+        let container = try await makeContainer()
+        try await seed(container, count: 3_000)
+        let coordinator = container.persistentStoreCoordinator
+        let context = container.newBackgroundContext()
+        var smallBatches = sortedByCreation()
+        smallBatches.fetchBatchSize = 1_000
+        let request = AsynchronousFetchRequest(fetchRequest: smallBatches)
+        let result = try await context.perform { () throws in try context.execute(request) }
+        try await result.wait()
+        #expect(coordinator.keepsRowsForReaders)
+        let (firstNames, waiting) = await context.perform { () -> ([String], Bool) in
+            let items = result.finalResult ?? []
+            return (items.dropLast().map(\.name), items.last?.isFault == true)
+        }
+        #expect(firstNames.count == 2_999 && firstNames.last == "Item 2999" && waiting)
+        #expect(coordinator.keepsRowsForReaders, "one fault still waits")
+        let lastName = await context.perform { result.finalResult?.last?.name }
+        #expect(lastName == "Item 3000")
+        #expect(!coordinator.keepsRowsForReaders)
+        let names = await context.perform { result.finalResult?.map(\.name) ?? [] }
+        #expect(names.count == 3_000 && names[1500] == "Item 1501")
+
+        // After a save elsewhere, every fault asks the cache for its row: those that take their
+        // own end their wait as well.
+        let again = try await context.perform { () throws in
+            context.reset()
+            return try context.execute(request)
+        }
+        try await again.wait()
+        try await container.performBackgroundTask { other in
+            var request = FetchRequest<Item>()
+            request.predicate = try FetchPredicate(format: "name == 'Item 7'")
+            try other.fetch(request)[0].name = "Renamed"
+            try other.save()
+        }
+        #expect(coordinator.keepsRowsForReaders)
+        let renamed = await context.perform { again.finalResult?.map(\.name) ?? [] }
+        #expect(renamed.count == 3_000 && renamed[6] == "Renamed" && renamed[7] == "Item 8")
+        #expect(!coordinator.keepsRowsForReaders)
+
+        // Let go of unfired: a reset ends the reading too.
+        let third = try await context.perform { () throws in
+            context.reset()
+            return try context.execute(request)
+        }
+        try await third.wait()
+        #expect(coordinator.keepsRowsForReaders)
+        await context.perform { context.reset() }
+        #expect(!coordinator.keepsRowsForReaders)
+        await coordinator.close()
+    }
+
     /// Fired faults of an asynchronous fetch keep their rows to themselves (nothing enters the
     /// row cache), read their values across the chunks their rows are decoded in, and save
     /// against the version they were fetched with: a row changed since is a merge conflict,

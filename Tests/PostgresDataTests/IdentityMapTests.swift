@@ -541,10 +541,10 @@ extension IdentityMapTests {
         let mark = cache.mark()
         let other = cache.beginReading()
         let reader = try #require(cache.beginReading(unchangedSince: mark))
-        #expect(reader.generation > other.generation && cache.isCurrent(reader, oldest: nil))
+        #expect(reader.generation > other.generation && cache.isCurrent(generation: reader.generation, stamp: reader.stamp, oldest: nil))
         let id = ManagedObjectID(entity: entity, primaryKey: 7)
         cache.update([(id, RowSnapshot(values: entity.defaultValues, version: 2))])
-        #expect(!cache.isCurrent(reader, oldest: nil), "a change after the reader began")
+        #expect(!cache.isCurrent(generation: reader.generation, stamp: reader.stamp, oldest: nil), "a change after the reader began")
         #expect(cache.beginReading(unchangedSince: mark) == nil, "a change since the mark")
         #expect(cache.beginReading(unchangedSince: cache.mark()) != nil)
     }

@@ -84,7 +84,7 @@ extension ManagedObjectContext {
         let coordinator = persistentStoreCoordinator
         let oldest = oldestAcceptableRowStamp
         // The fault's own version: the object keeps it to itself, out of the row cache.
-        guard object.fillFromKeptRow(if: { coordinator.keptRowIsCurrent($0, oldest: oldest) }) else { return false }
+        guard object.fillFromKeptRow(if: { coordinator.keptRowIsCurrent(generation: $0, stamp: $1, oldest: oldest) }) else { return false }
         object.awakeFromFetch()
         return true
     }
@@ -194,7 +194,7 @@ extension ManagedObjectContext {
     /// a large or asynchronous fetch): the object keeps it to itself, as the fault did, and a million
     /// fired faults cost no million cache entries.
     func fill(_ object: ManagedObject, snapshot row: RowSnapshot) {
-        let keptOwnRow = object.pendingRow.map { $0.isEncoded && $0.version == row.version } ?? false
+        let keptOwnRow = object.pendingRow.map { $0.isKept && $0.version == row.version } ?? false
         let snapshot = row.decoded()
         object.fill(with: snapshot)
         if parent == nil && !object.holdsCacheReference && !readsOutsideRowCache && !keptOwnRow {

@@ -34,6 +34,9 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     @exclusivity(unchecked) var isPendingUpdate = false
     /// True while ``values`` are those of the snapshot, a row of ``DecodedRows``.
     @exclusivity(unchecked) private var valuesInSnapshot = false
+    /// True while the object is a fault counted by the reading its kept row waits under
+    /// (``KeptReading``): it counts off once, when it fires or lets go of the row.
+    @exclusivity(unchecked) private var waitsInKeptReading = false
     /// The context, while the object is registered in it. Not a weak reference (forming one
     /// per fetched object cost a quarter of registering it): every path that takes an object
     /// out of a context's identity map clears it, and so does the context's `deinit` for the
@@ -63,6 +66,10 @@ open class ManagedObject: Hashable, CustomStringConvertible {
         @inline(__always) set {
             // Values read through the snapshot stay what they were.
             takeValuesFromSnapshot()
+            if waitsInKeptReading {
+                waitsInKeptReading = false
+                storedRow?.leaveKeptReading()
+            }
             storedRow = newValue
         }
     }
@@ -365,21 +372,38 @@ open class ManagedObject: Hashable, CustomStringConvertible {
         set { rowStorage = newValue }
     }
 
-    /// The row a fault of a large or asynchronous fetch was fetched with (``EncodedRows``); it
-    /// fills the fault unless the coordinator saw a newer one since (``RowCache/row(for:pending:)``).
+    /// The row a fault of a large or asynchronous fetch was fetched with (``EncodedRows``, or
+    /// a row of decoded rows waiting under a ``KeptReading``); it fills the fault unless the
+    /// coordinator saw a newer one since (``RowCache/row(for:pending:)``).
     var pendingRow: RowSnapshot? {
         get { isFaultStorage ? rowStorage : nil }
-        set { rowStorage = newValue }
+        set {
+            // Counted in before the row it replaces is counted off: a reading never drops to
+            // no fault while one still waits under it.
+            let enters = isFaultStorage && newValue?.enterKeptReading() == true
+            rowStorage = newValue
+            if enters { waitsInKeptReading = true }
+        }
     }
 
-    /// Fills a fault of a large or asynchronous fetch with the row it kept, decoded, when `isCurrent`
-    /// accepts the fetch's reader (``RowSnapshot/decodedKeptRow(if:)``); false leaves the
-    /// fault as it was. The kept row is moved out rather than copied: a million faults fire
+    /// Fills a fault of a large or asynchronous fetch with the row it kept, decoded, when
+    /// `isCurrent` accepts the fetch's reader (given its generation and start:
+    /// ``RowSnapshot/leavesKeptReading(ifCurrent:)``, ``RowSnapshot/decodedKeptRow(if:)``);
+    /// false leaves the fault as it was. The kept row is moved out rather than copied: a million faults fire
     /// after a large fetch, and each copy is a retain and a release.
     @inline(__always)
-    func fillFromKeptRow(if isCurrent: (RowCache.Reader) -> Bool) -> Bool {
+    func fillFromKeptRow(if isCurrent: (UInt64, UInt32) -> Bool) -> Bool {
         // A fault reads no value through its row: nothing to take out of it first.
         guard isFaultStorage, let kept = storedRow.take() else { return false }
+        // A row of decoded rows, kept since registration: the object reads its values there
+        // from now on, and no reference changes hands.
+        if waitsInKeptReading, side == nil, kept.leavesKeptReading(ifCurrent: isCurrent) {
+            storedRow = consume kept
+            waitsInKeptReading = false
+            valuesInSnapshot = true
+            isFaultStorage = false
+            return true
+        }
         guard let row = kept.decodedKeptRow(if: isCurrent) else {
             storedRow = consume kept
             return false

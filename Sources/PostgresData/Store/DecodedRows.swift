@@ -24,11 +24,16 @@ final class DecodedRows: @unchecked Sendable {
     /// The layout's columns (``Layout/columns``), read without the array's bounds check:
     /// a getter of a fetched object reads its value through here.
     private let columns: UnsafePointer<Layout.Column>
+    /// For the rows of a batch of an asynchronous fetch of faults, the reading their faults
+    /// wait under (``KeptReading``); nil for other rows.
+    let kept: KeptReading?
 
     /// Rows of `layout`, their strings and general values set to NULL, their numbers not
-    /// NULL, for ``SnapshotDecoder`` to fill.
-    init(layout: Layout, count: Int) {
+    /// NULL, for ``SnapshotDecoder`` to fill; `kept` for the rows of a batch whose faults
+    /// keep them.
+    init(layout: Layout, count: Int, kept: KeptReading? = nil) {
         self.layout = layout
+        self.kept = kept
         self.width = layout.kinds.count
         self.count = count
         storage = .allocate(byteCount: max(1, layout.rowBytes * count), alignment: 8)

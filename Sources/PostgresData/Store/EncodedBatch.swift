@@ -21,8 +21,8 @@ struct EncodedBatch: Sendable {
     /// The primary key of row `index`.
     func key(at index: Int) -> Int64 { keys[index] }
 
-    /// The snapshot of row `index`, still encoded.
+    /// The row a fault of row `index` keeps until it fires (``EncodedRows/pendingSnapshot(at:version:)``).
     func snapshot(at index: Int) -> RowSnapshot {
-        RowSnapshot(row: index, of: rows, version: versions[index])
+        rows.pendingSnapshot(at: index, version: versions[index])
     }
 }

@@ -28,6 +28,9 @@ final class EncodedRows: Sendable {
     /// When a chunk did not decode, the result, kept: each chunk is decoded (again) the first
     /// time one of its rows is asked for.
     private let kept: (result: QueryResult, decoder: SnapshotDecoder, chunks: Locked<[DecodedRows?]>)?
+    /// Whether the faults of these rows keep rows of the decoded chunks themselves, which
+    /// then hold the reading they wait under (``KeptReading``): an asynchronous fetch's batch.
+    private let faultsKeepChunks: Bool
 
     /// Reads the keys and versions of `result` and decodes its values, off the context (an
     /// asynchronous fetch decodes a batch while the server runs the next `FETCH`), a chunk of
@@ -36,9 +39,10 @@ final class EncodedRows: Sendable {
         guard decoder.decodesWithoutFailure else { return nil }
         var chunks: [DecodedRows?] = []
         chunks.reserveCapacity((result.count + SnapshotDecoder.chunkRows - 1) / SnapshotDecoder.chunkRows)
+        let kept = KeptReading(reader)
         let (keys, versions) = try SnapshotDecoder.identities(count: result.count) { rows, keys, versions in
             do {
-                chunks.append(try decoder.values(of: result, rows: rows, keys: keys, versions: versions))
+                chunks.append(try decoder.values(of: result, rows: rows, keys: keys, versions: versions, keptBy: kept))
             } catch {
                 // A value of the wrong size from the server: that chunk's faults read their
                 // rows from the database when they fire, which reports the error.
@@ -57,9 +61,11 @@ final class EncodedRows: Sendable {
         if decoded.count == chunks.count {
             decodedChunks = decoded
             kept = nil
+            faultsKeepChunks = true
         } else {
             decodedChunks = []
             kept = (result, decoder, Locked(chunks))
+            faultsKeepChunks = false
         }
     }
 
@@ -75,6 +81,16 @@ final class EncodedRows: Sendable {
         self.count = count
         decodedChunks = chunks
         kept = nil
+        faultsKeepChunks = false
+    }
+
+    /// The row a fault of row `index` keeps until it fires: a row of its decoded chunk, which
+    /// holds the reading it waits under, for an asynchronous fetch's batch; else the row of
+    /// this batch (decoded when the fault fires).
+    func pendingSnapshot(at index: Int, version: UInt32) -> RowSnapshot {
+        guard faultsKeepChunks else { return RowSnapshot(row: index, of: self, version: version) }
+        let chunk = index / SnapshotDecoder.chunkRows
+        return RowSnapshot(row: index - chunk * SnapshotDecoder.chunkRows, of: decodedChunks[chunk], version: version)
     }
 
     /// The snapshot of row `index`, of `version`, decoded: a row of its chunk's

@@ -325,10 +325,10 @@ extension PersistentStoreCoordinator {
     /// What fills a fault that kept its own row (`pending`): that row, a newer cached one, or
     /// neither (the row changed since, or is older than `oldest`: read it again).
     /// Whether a fault's own row is as new as any the coordinator knows of (see
-    /// ``RowCache/isCurrent(_:oldest:)``).
+    /// ``RowCache/isCurrent(generation:stamp:oldest:)``).
     @inline(__always)
-    func keptRowIsCurrent(_ reader: RowCache.Reader, oldest: UInt32?) -> Bool {
-        rowCache.isCurrent(reader, oldest: oldest)
+    func keptRowIsCurrent(generation: UInt64, stamp: UInt32, oldest: UInt32?) -> Bool {
+        rowCache.isCurrent(generation: generation, stamp: stamp, oldest: oldest)
     }
 
     func cachedRow(for id: ManagedObjectID, pending: RowSnapshot, oldest: UInt32? = nil) -> RowCache.FaultRow {
@@ -374,6 +374,10 @@ extension PersistentStoreCoordinator {
 
     /// Rows the cache has room for without growing (for tests).
     var cachedRowCapacity: Int { rowCache.capacity }
+
+    /// Whether a large fetch's faults still keep their rows under a reader of the cache (for
+    /// tests): while one does, the cache keeps the rows that change.
+    var keepsRowsForReaders: Bool { rowCache.isReading }
 
     /// Rows a save found changed underneath: the rows as they are now replace the cached ones
     /// (a nil row: deleted), so that the next reader starts from them.

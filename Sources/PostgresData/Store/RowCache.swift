@@ -254,18 +254,18 @@ final class RowCache: Sendable {
 
     /// Whether a fault's own row is the newest the cache can know of, without the lock: no
     /// entry changed since its reader began, and it is not older than `oldest`. (False does
-    /// not say the row changed: ask ``row(for:pending:oldest:)``.)
+    /// not say the row changed: ask ``row(for:pending:oldest:)``.) The reader is given by
+    /// its generation and start: a fault reads them where it kept them, taking no reference.
     @inline(__always)
-    func isCurrent(_ reader: Reader, oldest: UInt32?) -> Bool {
-        // The reader's fields first: read after the atomic load, they cost a retain of the
-        // reader (a million faults fire after a large asynchronous fetch).
-        let generation = reader.generation, stamp = reader.stamp
-        return latestEntryGeneration.load(ordering: .acquiring) <= generation && stamp >= oldest ?? 0
+    func isCurrent(generation: UInt64, stamp: UInt32, oldest: UInt32?) -> Bool {
+        latestEntryGeneration.load(ordering: .acquiring) <= generation && stamp >= oldest ?? 0
     }
 
     func row(for id: ManagedObjectID, pending: RowSnapshot, oldest: UInt32? = nil) -> FaultRow {
         // No entry changed since the fault's reader began: its own row, as below.
-        if let reader = pending.reader, isCurrent(reader, oldest: oldest) { return .own }
+        if let reader = pending.readingMark, isCurrent(generation: reader.generation, stamp: reader.stamp, oldest: oldest) {
+            return .own
+        }
         return state.withLock { state in Self.row(for: id, pending: pending, oldest: oldest, in: state) }
     }
 
@@ -279,11 +279,13 @@ final class RowCache: Sendable {
     }
 
     private static func row(for id: ManagedObjectID, pending: RowSnapshot, oldest: UInt32?, in state: State) -> FaultRow {
-        guard let key = id.primaryKey, let reader = pending.reader,
+        // Its reading let the reader go: changes since were not kept for it.
+        if pending.hasLapsedReading { return .changed }
+        guard let key = id.primaryKey, let reader = pending.readingMark,
               state.entries.indices.contains(id.entity.modelIndex),
               let entry = state.entries[id.entity.modelIndex][Key(key)],
               entry.generation > reader.generation else {
-            if let oldest, (pending.reader?.stamp ?? 0) < oldest { return .changed }
+            if let oldest, (pending.readingMark?.stamp ?? 0) < oldest { return .changed }
             return .own
         }
         guard let snapshot = entry.snapshot, entry.stamp >= oldest ?? 0 else { return .changed }
@@ -390,6 +392,9 @@ final class RowCache: Sendable {
 
     /// Entries the tables have room for without growing.
     var capacity: Int { state.withLock { $0.entries.reduce(0) { $0 + $1.capacity } } }
+
+    /// Whether a reader is under way (the cache then keeps the rows that change).
+    var isReading: Bool { state.withLock { $0.isReading } }
 }
 
 extension Dictionary {

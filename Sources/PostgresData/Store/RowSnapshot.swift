@@ -4,10 +4,12 @@
 /// row of ``DecodedRows`` (its values in columns shared with a few hundred other rows); a
 /// saved one has an array of its own.
 ///
-/// A row fetched for a fault of a large or asynchronous fetch is a row of its batch (``EncodedRows``,
-/// decoded off the context as the batch arrived), until the fault fires and takes the
-/// decoded row (after checking that the row cache holds no newer one). Objects always hold
-/// decoded snapshots (``decoded()``).
+/// A row fetched for a fault of a large fetch is a row of its batch (``EncodedRows``, decoded
+/// off the context as the batch arrived), until the fault fires and takes the decoded row
+/// (after checking that the row cache holds no newer one). A fault of an asynchronous fetch
+/// keeps the decoded row itself, whose rows hold the reading it waits under
+/// (``KeptReading``): firing it changes no reference. Objects always hold decoded snapshots
+/// (``decoded()``).
 struct RowSnapshot: Sendable {
     // One reference, the enum's tag in its spare bits: 16 bytes with the row number and the
     // version, in every object and row-cache entry (a million of each for a large fetch).
@@ -83,10 +85,59 @@ struct RowSnapshot: Sendable {
         if case .encoded = storage { true } else { false }
     }
 
-    /// For a row kept encoded, the generation of the fetch it came in (``RowCache/Reader``).
-    /// The reader a large or asynchronous fetch's fault kept its row under.
-    var reader: RowCache.Reader? {
-        if case .encoded(let rows) = storage { rows.reader } else { nil }
+    /// True for the row a fault of a large or asynchronous fetch keeps until it fires: a row
+    /// kept encoded, or a row of decoded rows that hold the reading their faults wait under
+    /// (``KeptReading``).
+    var isKept: Bool {
+        if encodedRows != nil { return true }
+        return sharedRows?._withUnsafeGuaranteedRef { $0.kept != nil } ?? false
+    }
+
+    /// The generation and start of the reader a kept row was fetched by (``RowCache/Reader``);
+    /// nil for other rows, and for a row whose reading let its reader go (``hasLapsedReading``).
+    var readingMark: (generation: UInt64, stamp: UInt32)? {
+        if let rows = encodedRows { return rows._withUnsafeGuaranteedRef { ($0.reader.generation, $0.reader.stamp) } }
+        return sharedRows?._withUnsafeGuaranteedRef { rows in
+            guard let kept = rows.kept, kept.isLive else { return nil }
+            return (kept.generation, kept.stamp)
+        }
+    }
+
+    /// True for a kept row whose reading no longer holds its reader: the row cache kept no
+    /// rows changed since for it, so the row must be read again.
+    var hasLapsedReading: Bool {
+        sharedRows?._withUnsafeGuaranteedRef { $0.kept.map { !$0.isLive } ?? false } ?? false
+    }
+
+    /// Counts a fault that now keeps this row in its reading (``KeptReading/enter()``); false
+    /// when the row has none.
+    @inline(__always)
+    func enterKeptReading() -> Bool {
+        guard let rows = sharedRows else { return false }
+        return rows._withUnsafeGuaranteedRef { rows in
+            guard let kept = rows.kept else { return false }
+            kept.enter()
+            return true
+        }
+    }
+
+    /// Counts off a fault that kept this row in its reading (``KeptReading/leave()``).
+    @inline(__always)
+    func leaveKeptReading() {
+        sharedRows?._withUnsafeGuaranteedRef { $0.kept?.leave() }
+    }
+
+    /// For a kept row of decoded rows whose reading `isCurrent` accepts (given the reader's
+    /// generation and start: no newer row can exist), counts the fault off its reading and
+    /// returns true: the fault may fill with the row as it is. False otherwise.
+    @inline(__always)
+    func leavesKeptReading(ifCurrent isCurrent: (UInt64, UInt32) -> Bool) -> Bool {
+        guard let rows = sharedRows else { return false }
+        return rows._withUnsafeGuaranteedRef { rows in
+            guard let kept = rows.kept, kept.isLive, isCurrent(kept.generation, kept.stamp) else { return false }
+            kept.leave()
+            return true
+        }
     }
 
     /// The same row with its values decoded (shared with the rows decoded with it); nil when
@@ -95,14 +146,14 @@ struct RowSnapshot: Sendable {
         if case .encoded(let rows) = storage { rows.decodedSnapshot(at: Int(row), version: version) } else { self }
     }
 
-    /// For a row kept encoded whose reader `isCurrent` accepts (no newer row can exist), the
-    /// row decoded; nil otherwise. Called on a fault's stored row, it reads the row in place:
-    /// a million faults fire after a large asynchronous fetch.
+    /// For a row kept encoded whose reader `isCurrent` accepts (given its generation and
+    /// start: no newer row can exist), the row decoded; nil otherwise. Called on a fault's
+    /// stored row, it reads the row in place: a million faults fire after a large fetch.
     @inline(__always)
-    func decodedKeptRow(if isCurrent: (RowCache.Reader) -> Bool) -> RowSnapshot? {
+    func decodedKeptRow(if isCurrent: (UInt64, UInt32) -> Bool) -> RowSnapshot? {
         guard let rows = encodedRows else { return nil }
         return rows._withUnsafeGuaranteedRef { rows in
-            isCurrent(rows.reader) ? rows.decodedSnapshot(at: Int(row), version: version) : nil
+            isCurrent(rows.reader.generation, rows.reader.stamp) ? rows.decodedSnapshot(at: Int(row), version: version) : nil
         }
     }
 
@@ -111,6 +162,13 @@ struct RowSnapshot: Sendable {
     @inline(__always)
     private var encodedRows: Unmanaged<EncodedRows>? {
         guard case .encoded(let rows) = storage else { return nil }
+        return .passUnretained(rows)
+    }
+
+    /// The decoded rows of a row of them, not retained (see ``encodedRows``).
+    @inline(__always)
+    private var sharedRows: Unmanaged<DecodedRows>? {
+        guard case .shared(let rows) = storage else { return nil }
         return .passUnretained(rows)
     }
 
