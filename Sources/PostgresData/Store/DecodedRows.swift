@@ -25,15 +25,16 @@ final class DecodedRows: @unchecked Sendable {
     /// a getter of a fetched object reads its value through here.
     private let columns: UnsafePointer<Layout.Column>
     /// For the rows of a batch of an asynchronous fetch of faults, the reading their faults
-    /// wait under (``KeptReading``); nil for other rows.
-    let kept: KeptReading?
+    /// wait under (``KeptReading``), held by these rows (released in `deinit`); nil for other
+    /// rows. Unmanaged so that a fault firing reads it without a retain and a release.
+    let kept: Unmanaged<KeptReading>?
 
     /// Rows of `layout`, their strings and general values set to NULL, their numbers not
     /// NULL, for ``SnapshotDecoder`` to fill; `kept` for the rows of a batch whose faults
     /// keep them.
     init(layout: Layout, count: Int, kept: KeptReading? = nil) {
         self.layout = layout
-        self.kept = kept
+        self.kept = kept.map { .passRetained($0) }
         self.width = layout.kinds.count
         self.count = count
         storage = .allocate(byteCount: max(1, layout.rowBytes * count), alignment: 8)
@@ -67,6 +68,7 @@ final class DecodedRows: @unchecked Sendable {
             }
         }
         storage.deallocate()
+        kept?.release()
     }
 
     /// Where property `property`'s values begin, and its NULL flags (nil for a column that

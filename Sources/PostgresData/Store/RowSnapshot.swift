@@ -98,15 +98,14 @@ struct RowSnapshot: Sendable {
     var readingMark: (generation: UInt64, stamp: UInt32)? {
         if let rows = encodedRows { return rows._withUnsafeGuaranteedRef { ($0.reader.generation, $0.reader.stamp) } }
         return sharedRows?._withUnsafeGuaranteedRef { rows in
-            guard let kept = rows.kept, kept.isLive else { return nil }
-            return (kept.generation, kept.stamp)
+            rows.kept?._withUnsafeGuaranteedRef { kept in kept.isLive ? (kept.generation, kept.stamp) : nil }
         }
     }
 
     /// True for a kept row whose reading no longer holds its reader: the row cache kept no
     /// rows changed since for it, so the row must be read again.
     var hasLapsedReading: Bool {
-        sharedRows?._withUnsafeGuaranteedRef { $0.kept.map { !$0.isLive } ?? false } ?? false
+        sharedRows?._withUnsafeGuaranteedRef { rows in rows.kept?._withUnsafeGuaranteedRef { !$0.isLive } } ?? false
     }
 
     /// Counts a fault that now keeps this row in its reading (``KeptReading/enter()``); false
@@ -116,7 +115,7 @@ struct RowSnapshot: Sendable {
         guard let rows = sharedRows else { return false }
         return rows._withUnsafeGuaranteedRef { rows in
             guard let kept = rows.kept else { return false }
-            kept.enter()
+            kept._withUnsafeGuaranteedRef { $0.enter() }
             return true
         }
     }
@@ -124,7 +123,7 @@ struct RowSnapshot: Sendable {
     /// Counts off a fault that kept this row in its reading (``KeptReading/leave()``).
     @inline(__always)
     func leaveKeptReading() {
-        sharedRows?._withUnsafeGuaranteedRef { $0.kept?.leave() }
+        sharedRows?._withUnsafeGuaranteedRef { rows in rows.kept?._withUnsafeGuaranteedRef { $0.leave() } }
     }
 
     /// For a kept row of decoded rows whose reading `isCurrent` accepts (given the reader's
@@ -134,9 +133,11 @@ struct RowSnapshot: Sendable {
     func leavesKeptReading(ifCurrent isCurrent: (UInt64, UInt32) -> Bool) -> Bool {
         guard let rows = sharedRows else { return false }
         return rows._withUnsafeGuaranteedRef { rows in
-            guard let kept = rows.kept, kept.isLive, isCurrent(kept.generation, kept.stamp) else { return false }
-            kept.leave()
-            return true
+            rows.kept?._withUnsafeGuaranteedRef { kept in
+                guard kept.isLive, isCurrent(kept.generation, kept.stamp) else { return false }
+                kept.leave()
+                return true
+            } ?? false
         }
     }
 
