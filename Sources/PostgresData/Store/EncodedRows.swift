@@ -4,9 +4,11 @@ import PostgresClient
 /// values decoded off the context (while the server runs the next `FETCH` of an asynchronous
 /// fetch, or while the context registers the previous batch of an ordinary one), so that the
 /// faults fire later without decoding anything on the context's thread. Shared by the
-/// snapshots of its rows. The name is from when the rows stayed encoded until a fault fired:
-/// a result whose chunk of rows does not decode still keeps it encoded, and decodes it again
-/// when one of its faults fires.
+/// snapshots of its rows for an ordinary fetch; when every chunk of an asynchronous fetch's
+/// batch decoded, its faults keep rows of the chunks instead, under a ``KeptReading``
+/// (``pendingSnapshot(at:version:)``), and the batch goes once registered. The name is from
+/// when the rows stayed encoded until a fault fired: a result whose chunk of rows does not
+/// decode still keeps it encoded, and decodes it again when one of its faults fires.
 ///
 /// The rows' keys and versions are not kept here: registration reads them from the
 /// ``EncodedBatch`` that brings the rows, and each fault keeps its version in its snapshot.
