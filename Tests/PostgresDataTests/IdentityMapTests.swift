@@ -595,6 +595,32 @@ extension IdentityMapTests {
         kept.objects = []
         await coordinator.close()
     }
+
+    /// The faults of a large fetch keep the cache's reader for their rows while one of them
+    /// still waits, and no longer: once the last fires, the cache stops keeping changed rows
+    /// for it, though the objects still read their rows.
+    @Test func theLastFaultOfALargeFetchToFireEndsItsReading() async throws {
+        let container = try await makeContainer()
+        try await container.rawExecute("""
+            INSERT INTO item (name, created_at, done, weight)
+            SELECT 'item ' || i, now() + i * interval '1 second', false, i % 1000 FROM generate_series(1, 6000) AS i
+            """)
+        let coordinator = container.persistentStoreCoordinator
+        let context = container.newBackgroundContext()
+        let kept = KeptObjects()
+        let firstNames = try await context.perform { () throws -> [String] in
+            kept.objects = try context.fetch(FetchRequest<Item>(sortDescriptors: [FetchSortDescriptor(key: "createdAt")]))
+            return kept.objects.dropLast().compactMap { ($0 as? Item)?.name }
+        }
+        #expect(firstNames.count == 5999 && firstNames[4999] == "item 5000")
+        #expect(coordinator.keepsRowsForReaders, "one fault still waits")
+        let lastName = await context.perform { (kept.objects.last as? Item)?.name }
+        #expect(lastName == "item 6000")
+        #expect(!coordinator.keepsRowsForReaders)
+        await context.perform { context.reset() }
+        kept.objects = []
+        await coordinator.close()
+    }
 }
 
 /// Objects carried out of a context's queue by a test, read only after the context is gone.

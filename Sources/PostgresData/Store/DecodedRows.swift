@@ -24,10 +24,11 @@ final class DecodedRows: @unchecked Sendable {
     /// The layout's columns (``Layout/columns``), read without the array's bounds check:
     /// a getter of a fetched object reads its value through here.
     private let columns: UnsafePointer<Layout.Column>
-    /// For the rows of a batch of an asynchronous fetch of faults, the reading their faults
-    /// wait under (``KeptReading``), held by these rows (released in `deinit`); nil for other
-    /// rows. Unmanaged so that a fault firing reads it without a retain and a release.
-    let kept: Unmanaged<KeptReading>?
+    /// For the rows of a batch of a large fetch of faults, the reading their faults wait
+    /// under (``KeptReading``), held by these rows (released in `deinit`); nil for other rows.
+    /// Unmanaged so that a fault firing reads it without a retain and a release. Set when the
+    /// rows are made, or once by ``keep(under:)`` before any fault holds them.
+    @exclusivity(unchecked) private(set) var kept: Unmanaged<KeptReading>?
 
     /// Rows of `layout`, their strings and general values set to NULL, their numbers not
     /// NULL, for ``SnapshotDecoder`` to fill; `kept` for the rows of a batch whose faults
@@ -49,6 +50,14 @@ final class DecodedRows: @unchecked Sendable {
             }
             nulls?.initialize(repeating: 0, count: count)
         }
+    }
+
+    /// Makes `reading` the one the faults of these rows wait under: for rows an ordinary large
+    /// fetch decoded before its reader began, on the context, before they are registered.
+    /// Rows that have one keep it.
+    func keep(under reading: KeptReading) {
+        guard kept == nil else { return }
+        kept = .passRetained(reading)
     }
 
     deinit {

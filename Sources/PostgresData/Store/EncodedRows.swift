@@ -4,11 +4,11 @@ import PostgresClient
 /// values decoded off the context (while the server runs the next `FETCH` of an asynchronous
 /// fetch, or while the context registers the previous batch of an ordinary one), so that the
 /// faults fire later without decoding anything on the context's thread. Shared by the
-/// snapshots of its rows for an ordinary fetch; when every chunk of an asynchronous fetch's
-/// batch decoded, its faults keep rows of the chunks instead, under a ``KeptReading``
-/// (``pendingSnapshot(at:version:)``), and the batch goes once registered. The name is from
-/// when the rows stayed encoded until a fault fired: a result whose chunk of rows does not
-/// decode still keeps it encoded, and decodes it again when one of its faults fires.
+/// snapshots of its rows only when a chunk did not decode; otherwise its faults keep rows of
+/// the chunks, under a ``KeptReading`` (``pendingSnapshot(at:version:)``), and the batch goes
+/// once registered. The name is from when the rows stayed encoded until a fault fired: a
+/// result whose chunk of rows does not decode still keeps it encoded, and decodes it again
+/// when one of its faults fires.
 ///
 /// The rows' keys and versions are not kept here: registration reads them from the
 /// ``EncodedBatch`` that brings the rows, and each fault keeps its version in its snapshot.
@@ -31,7 +31,7 @@ final class EncodedRows: Sendable {
     /// time one of its rows is asked for.
     private let kept: (result: QueryResult, decoder: SnapshotDecoder, chunks: Locked<[DecodedRows?]>)?
     /// Whether the faults of these rows keep rows of the decoded chunks themselves, which
-    /// then hold the reading they wait under (``KeptReading``): an asynchronous fetch's batch.
+    /// then hold the reading they wait under (``KeptReading``): every chunk decoded.
     private let faultsKeepChunks: Bool
 
     /// Reads the keys and versions of `result` and decodes its values, off the context (an
@@ -75,6 +75,9 @@ final class EncodedRows: Sendable {
     /// for its faults to keep; nil for rows decoded one by one.
     static func batch(of batch: SnapshotBatch, reader: RowCache.Reader) -> EncodedBatch? {
         guard let (keys, versions, chunks) = batch.chunked else { return nil }
+        // The chunks were decoded before the reader began, and nothing holds them yet.
+        let reading = KeptReading(reader)
+        for chunk in chunks { chunk.keep(under: reading) }
         return EncodedBatch(rows: EncodedRows(count: keys.count, chunks: chunks, reader: reader), keys: keys, versions: versions)
     }
 
@@ -83,12 +86,12 @@ final class EncodedRows: Sendable {
         self.count = count
         decodedChunks = chunks
         kept = nil
-        faultsKeepChunks = false
+        faultsKeepChunks = true
     }
 
     /// The row a fault of row `index` keeps until it fires: a row of its decoded chunk, which
-    /// holds the reading it waits under, for an asynchronous fetch's batch; else the row of
-    /// this batch (decoded when the fault fires).
+    /// holds the reading it waits under; the row of this batch (decoded when the fault
+    /// fires) when a chunk did not decode.
     func pendingSnapshot(at index: Int, version: UInt32) -> RowSnapshot {
         guard faultsKeepChunks else { return RowSnapshot(row: index, of: self, version: version) }
         let chunk = index / SnapshotDecoder.chunkRows

@@ -1,12 +1,12 @@
-/// The row-cache reading under which the faults of one batch of an asynchronous fetch keep
-/// their rows (``DecodedRows`` made for that batch): it holds the fetch's ``RowCache/Reader``
+/// The row-cache reading under which the faults of one batch of a large or asynchronous
+/// fetch keep their rows (the batch's ``DecodedRows``): it holds the fetch's ``RowCache/Reader``
 /// while any of those faults is still waiting, and lets it go once the last one has fired
 /// or let go of its row, so that the cache stops keeping changed rows for it.
 ///
 /// A fault keeps a row of its batch's decoded rows from registration on, and firing it only
 /// flips the object's state: no reference is taken or given up for each of a million faults
-/// fired after a large asynchronous fetch. The faults' snapshots hold the decoded rows, which
-/// hold this; the count of waiting faults tells when the reader may go.
+/// fired after a large fetch. The faults' snapshots hold the decoded rows, which hold this;
+/// the count of waiting faults tells when the reader may go.
 ///
 /// Confined to the context that registered the batch, as its faults are: its count changes
 /// only on that context's queue (or in its `deinit`). A count that misses a fault keeps the

@@ -4,12 +4,11 @@
 /// row of ``DecodedRows`` (its values in columns shared with a few hundred other rows); a
 /// saved one has an array of its own.
 ///
-/// A row fetched for a fault of a large fetch is a row of its batch (``EncodedRows``, decoded
-/// off the context as the batch arrived), until the fault fires and takes the decoded row
-/// (after checking that the row cache holds no newer one). A fault of an asynchronous fetch
-/// keeps the decoded row itself, whose rows hold the reading it waits under
-/// (``KeptReading``): firing it changes no reference. Objects always hold decoded snapshots
-/// (``decoded()``).
+/// A row fetched for a fault of a large or asynchronous fetch is a row of its batch's decoded
+/// rows, which hold the reading it waits under (``KeptReading``): firing the fault (after
+/// checking that the row cache holds no newer row) changes no reference. When a chunk of the
+/// batch did not decode, its faults keep a row of the batch (``EncodedRows``), decoded when
+/// they fire. Objects always hold decoded snapshots (``decoded()``).
 struct RowSnapshot: Sendable {
     // One reference, the enum's tag in its spare bits: 16 bytes with the row number and the
     // version, in every object and row-cache entry (a million of each for a large fetch).
