@@ -549,16 +549,23 @@ extension IdentityMapTests {
         #expect(cache.beginReading(unchangedSince: cache.mark()) != nil)
     }
 
-    /// The faults of a fetch of more than 5,000 rows keep their rows to themselves, as an
-    /// asynchronous fetch's do: nothing enters the row cache; a row another context saves
-    /// meanwhile fires with the saved values, the others with theirs; and a fault saves
-    /// against the version it was fetched with.
-    @Test func faultsOfALargeFetchKeepTheirRowsAndFireWithNewerOnes() async throws {
+    /// A container whose items make a large fetch: 6,000 of them ("item 1"…, a second apart),
+    /// more than the 5,000 a fetch keeps in the row cache.
+    private func containerWithALargeFetch() async throws -> PersistentContainer {
         let container = try await makeContainer()
         try await container.rawExecute("""
             INSERT INTO item (name, created_at, done, weight)
             SELECT 'item ' || i, now() + i * interval '1 second', false, i % 1000 FROM generate_series(1, 6000) AS i
             """)
+        return container
+    }
+
+    /// The faults of a fetch of more than 5,000 rows keep their rows to themselves, as an
+    /// asynchronous fetch's do: nothing enters the row cache; a row another context saves
+    /// meanwhile fires with the saved values, the others with theirs; and a fault saves
+    /// against the version it was fetched with.
+    @Test func faultsOfALargeFetchKeepTheirRowsAndFireWithNewerOnes() async throws {
+        let container = try await containerWithALargeFetch()
         let coordinator = container.persistentStoreCoordinator
         let context = container.newBackgroundContext()
         let kept = KeptObjects()
@@ -600,11 +607,7 @@ extension IdentityMapTests {
     /// still waits, and no longer: once the last fires, the cache stops keeping changed rows
     /// for it, though the objects still read their rows.
     @Test func theLastFaultOfALargeFetchToFireEndsItsReading() async throws {
-        let container = try await makeContainer()
-        try await container.rawExecute("""
-            INSERT INTO item (name, created_at, done, weight)
-            SELECT 'item ' || i, now() + i * interval '1 second', false, i % 1000 FROM generate_series(1, 6000) AS i
-            """)
+        let container = try await containerWithALargeFetch()
         let coordinator = container.persistentStoreCoordinator
         let context = container.newBackgroundContext()
         let kept = KeptObjects()
