@@ -13,7 +13,8 @@ import Foundation
 /// An array per row would cost a million allocations for a million rows; one allocation for
 /// the whole result would keep it all alive for as long as any one of its objects lives.
 ///
-/// Immutable once ``SnapshotDecoder`` has filled it, before anything else sees it.
+/// Immutable once ``SnapshotDecoder`` has filled it, before anything else sees it, but for
+/// the reading its faults wait under (``kept``), given once before any fault holds a row.
 final class DecodedRows: @unchecked Sendable {
     /// The number of properties of the entity.
     let width: Int
