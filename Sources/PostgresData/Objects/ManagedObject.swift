@@ -386,11 +386,12 @@ open class ManagedObject: Hashable, CustomStringConvertible {
         }
     }
 
-    /// Fills a fault of a large or asynchronous fetch with the row it kept, decoded, when
-    /// `isCurrent` accepts the fetch's reader (given its generation and start:
-    /// ``RowSnapshot/leavesKeptReading(ifCurrent:)``, ``RowSnapshot/decodedKeptRow(if:)``);
-    /// false leaves the fault as it was. The kept row is moved out rather than copied: a million faults fire
-    /// after a large fetch, and each copy is a retain and a release.
+    /// Fills a fault of a large or asynchronous fetch with the row it kept, when `isCurrent`
+    /// accepts the fetch's reader (given its generation and start): a row of decoded rows as
+    /// it is (``RowSnapshot/leavesKeptReading(ifCurrent:)``), a row of a batch that did not
+    /// decode decoded now (``RowSnapshot/decodedKeptRow(if:)``). False leaves the fault as it
+    /// was. The kept row is moved out rather than copied: a million faults fire after a large
+    /// fetch, and each copy is a retain and a release.
     @inline(__always)
     func fillFromKeptRow(if isCurrent: (UInt64, UInt32) -> Bool) -> Bool {
         // A fault reads no value through its row: nothing to take out of it first.

@@ -27,16 +27,14 @@ final class DecodedRows: @unchecked Sendable {
     private let columns: UnsafePointer<Layout.Column>
     /// For the rows of a batch of a large fetch of faults, the reading their faults wait
     /// under (``KeptReading``), held by these rows (released in `deinit`); nil for other rows.
-    /// Unmanaged so that a fault firing reads it without a retain and a release. Set when the
-    /// rows are made, or once by ``keep(under:)`` before any fault holds them.
+    /// Unmanaged so that a fault firing reads it without a retain and a release. Set once, by
+    /// ``keep(under:)``, before any fault holds the rows.
     @exclusivity(unchecked) private(set) var kept: Unmanaged<KeptReading>?
 
     /// Rows of `layout`, their strings and general values set to NULL, their numbers not
-    /// NULL, for ``SnapshotDecoder`` to fill; `kept` for the rows of a batch whose faults
-    /// keep them.
-    init(layout: Layout, count: Int, kept: KeptReading? = nil) {
+    /// NULL, for ``SnapshotDecoder`` to fill.
+    init(layout: Layout, count: Int) {
         self.layout = layout
-        self.kept = kept.map { .passRetained($0) }
         self.width = layout.kinds.count
         self.count = count
         storage = .allocate(byteCount: max(1, layout.rowBytes * count), alignment: 8)
@@ -53,9 +51,8 @@ final class DecodedRows: @unchecked Sendable {
         }
     }
 
-    /// Makes `reading` the one the faults of these rows wait under: for rows an ordinary large
-    /// fetch decoded before its reader began, on the context, before they are registered.
-    /// Rows that have one keep it.
+    /// Makes `reading` the one the faults of these rows wait under, before any of them holds
+    /// a row (``EncodedRows``). Rows that have one keep it.
     func keep(under reading: KeptReading) {
         guard kept == nil else { return }
         kept = .passRetained(reading)

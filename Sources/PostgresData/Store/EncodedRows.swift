@@ -28,11 +28,9 @@ final class EncodedRows: Sendable {
     /// of a million faults firing.
     private let decodedChunks: [DecodedRows]
     /// When a chunk did not decode, the result, kept: each chunk is decoded (again) the first
-    /// time one of its rows is asked for.
+    /// time one of its rows is asked for. Without it, the faults keep rows of the decoded
+    /// chunks themselves, which hold the reading they wait under (``KeptReading``).
     private let kept: (result: QueryResult, decoder: SnapshotDecoder, chunks: Locked<[DecodedRows?]>)?
-    /// Whether the faults of these rows keep rows of the decoded chunks themselves, which
-    /// then hold the reading they wait under (``KeptReading``): every chunk decoded.
-    private let faultsKeepChunks: Bool
 
     /// Reads the keys and versions of `result` and decodes its values, off the context (an
     /// asynchronous fetch decodes a batch while the server runs the next `FETCH`), a chunk of
@@ -41,10 +39,9 @@ final class EncodedRows: Sendable {
         guard decoder.decodesWithoutFailure else { return nil }
         var chunks: [DecodedRows?] = []
         chunks.reserveCapacity((result.count + SnapshotDecoder.chunkRows - 1) / SnapshotDecoder.chunkRows)
-        let kept = KeptReading(reader)
         let (keys, versions) = try SnapshotDecoder.identities(count: result.count) { rows, keys, versions in
             do {
-                chunks.append(try decoder.values(of: result, rows: rows, keys: keys, versions: versions, keptBy: kept))
+                chunks.append(try decoder.values(of: result, rows: rows, keys: keys, versions: versions))
             } catch {
                 // A value of the wrong size from the server: that chunk's faults read their
                 // rows from the database when they fire, which reports the error.
@@ -63,11 +60,10 @@ final class EncodedRows: Sendable {
         if decoded.count == chunks.count {
             decodedChunks = decoded
             kept = nil
-            faultsKeepChunks = true
+            Self.keep(decoded, under: reader)
         } else {
             decodedChunks = []
             kept = (result, decoder, Locked(chunks))
-            faultsKeepChunks = false
         }
     }
 
@@ -75,9 +71,6 @@ final class EncodedRows: Sendable {
     /// for its faults to keep; nil for rows decoded one by one.
     static func batch(of batch: SnapshotBatch, reader: RowCache.Reader) -> EncodedBatch? {
         guard let (keys, versions, chunks) = batch.chunked else { return nil }
-        // The chunks were decoded before the reader began, and nothing holds them yet.
-        let reading = KeptReading(reader)
-        for chunk in chunks { chunk.keep(under: reading) }
         return EncodedBatch(rows: EncodedRows(count: keys.count, chunks: chunks, reader: reader), keys: keys, versions: versions)
     }
 
@@ -86,14 +79,22 @@ final class EncodedRows: Sendable {
         self.count = count
         decodedChunks = chunks
         kept = nil
-        faultsKeepChunks = true
+        Self.keep(chunks, under: reader)
+    }
+
+    /// Gives the decoded chunks of a batch the reading its faults wait under, before any
+    /// fault holds a row of them (an ordinary fetch decodes its batches before its reader
+    /// begins).
+    private static func keep(_ chunks: [DecodedRows], under reader: RowCache.Reader) {
+        let reading = KeptReading(reader)
+        for chunk in chunks { chunk.keep(under: reading) }
     }
 
     /// The row a fault of row `index` keeps until it fires: a row of its decoded chunk, which
     /// holds the reading it waits under; the row of this batch (decoded when the fault
     /// fires) when a chunk did not decode.
     func pendingSnapshot(at index: Int, version: UInt32) -> RowSnapshot {
-        guard faultsKeepChunks else { return RowSnapshot(row: index, of: self, version: version) }
+        guard kept == nil else { return RowSnapshot(row: index, of: self, version: version) }
         let chunk = index / SnapshotDecoder.chunkRows
         return RowSnapshot(row: index - chunk * SnapshotDecoder.chunkRows, of: decodedChunks[chunk], version: version)
     }

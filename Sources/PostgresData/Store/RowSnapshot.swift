@@ -146,9 +146,9 @@ struct RowSnapshot: Sendable {
         if case .encoded(let rows) = storage { rows.decodedSnapshot(at: Int(row), version: version) } else { self }
     }
 
-    /// For a row kept encoded whose reader `isCurrent` accepts (given its generation and
-    /// start: no newer row can exist), the row decoded; nil otherwise. Called on a fault's
-    /// stored row, it reads the row in place: a million faults fire after a large fetch.
+    /// For a row kept encoded (its batch did not decode whole) whose reader `isCurrent`
+    /// accepts (given its generation and start: no newer row can exist), the row decoded;
+    /// nil otherwise.
     @inline(__always)
     func decodedKeptRow(if isCurrent: (UInt64, UInt32) -> Bool) -> RowSnapshot? {
         guard let rows = encodedRows else { return nil }

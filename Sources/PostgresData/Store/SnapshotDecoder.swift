@@ -100,14 +100,13 @@ struct SnapshotDecoder: Sendable {
     /// `versions`, each row's key and version written there, in order. Only for a result this
     /// decoder decodes column by column: the keys, then the versions, then each column in
     /// turn, with a loop of its own (a few hundred rows' cells stay in the cache between
-    /// columns, and no row pays for choosing each column's decoding). `kept`: the reading the
-    /// faults of these rows wait under, if they keep them (``KeptReading``).
+    /// columns, and no row pays for choosing each column's decoding).
     func values(of result: QueryResult, rows range: Range<Int>, keys: UnsafeMutablePointer<Int64>? = nil,
-                versions: UnsafeMutablePointer<UInt32>? = nil, keptBy kept: KeptReading? = nil) throws -> DecodedRows {
+                versions: UnsafeMutablePointer<UInt32>? = nil) throws -> DecodedRows {
         guard let layout else {
             throw PostgresDataError.invalidRequest("the result's columns are not those of a snapshot of \(entity.name)")
         }
-        let rows = DecodedRows(layout: layout, count: range.count, kept: kept)
+        let rows = DecodedRows(layout: layout, count: range.count)
         if let keys, let versions { try storeIdentities(ofRows: range, of: result, keys: keys, versions: versions) }
         for (property, source) in sources.enumerated() where source >= 0 {
             let (values, nulls) = rows.column(property)
