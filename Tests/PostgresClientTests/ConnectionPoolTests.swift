@@ -288,6 +288,18 @@ struct ConnectionPoolTests {
         #expect(held.isClosed)
     }
 
+    /// No library thread spins before sleeping while a context's block runs (it may keep its
+    /// core busy, and a yield behind it waits out its slice).
+    @Test func noThreadSpinsWhileABlockRuns() {
+        let lock = NSCondition()
+        lock.lock()
+        defer { lock.unlock() }
+        let spun = Spinning.busy { Spinning.spin(while: { true }, releasing: lock) }
+        #expect(!spun)
+        let nested = Spinning.busy { Spinning.busy { Spinning.spin(while: { true }, releasing: lock) } }
+        #expect(!nested)
+    }
+
     @Test func minimumConnectionsAreOpenedUpFront() async throws {
         let pool = ConnectionPool(configuration: try await TestServer.configuration(), minimumConnections: 3, maximumConnections: 5)
         // Up to 60 s, as the suite's other waits: a loaded machine can take seconds per connect.

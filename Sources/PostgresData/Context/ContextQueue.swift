@@ -61,7 +61,7 @@ final class ContextQueue: TaskExecutor, @unchecked Sendable {
     func runMarked<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
         Self.current.push(self)
         defer { Self.current.pop() }
-        return try body()
+        return try Spinning.busy(body)
     }
 
     // MARK: The turn
@@ -187,7 +187,8 @@ final class ContextQueue: TaskExecutor, @unchecked Sendable {
                 return nil
             }
             guard let job else { return }
-            job.runSynchronously(on: executor)
+            // Counted: no library thread spins meanwhile (see `Spinning`).
+            Spinning.busy { job.runSynchronously(on: executor) }
         }
         let more = lock.withLock { () -> Bool in
             if jobs.isEmpty { scheduled = false }

@@ -24,14 +24,14 @@ enum BlockingBridge {
                 finished.withLock { $0 = true }
                 thread.wake()
             }
-            thread.serve { finished.withLock { $0 } }
+            Spinning.pausingBusy { thread.serve { finished.withLock { $0 } } }
         } else {
             let executor = CallerThreadExecutor()
             Task(executorPreference: executor) {
                 box.value.1 = await Result { () async throws -> T in try await box.value.0() }
                 executor.finish()
             }
-            executor.runUntilFinished()
+            Spinning.pausingBusy { executor.runUntilFinished() }
         }
         guard let result = box.value.1 else {
             throw PostgresDataError.invalidRequest("store work ended without a result")
