@@ -288,6 +288,33 @@ struct ConnectionPoolTests {
         #expect(held.isClosed)
     }
 
+    /// Work started in the background from a thread that must not wait: on an idle
+    /// connection's own thread at once, or not at all (the caller then takes the slow path).
+    @Test func backgroundWorkStartsAtOnceOnAnIdleConnectionOrNotAtAll() async throws {
+        let pool = ConnectionPool(configuration: try await TestServer.configuration(), maximumConnections: 1)
+        let ran = Locked(0)
+        // None open yet: nothing is opened or waited for.
+        #expect(pool.startOnIdleConnection { _ in ran.withLock { $0 += 1 } } == nil)
+        let idlePID = try await pool.withConnection { connection in connection.backendPID }
+        // The idle connection runs it on its thread and comes back to the pool after.
+        let task = pool.startOnIdleConnection { connection in
+            let pid = try? await connection.query("SELECT pg_backend_pid()")[0].decode(Int32.self, at: 0)
+            ran.withLock { $0 = Int(pid ?? -1) }
+        }
+        #expect(task != nil)
+        await task?.value
+        #expect(ran.withLock { $0 } == Int(idlePID))
+        #expect(pool.statistics.leased == 0)
+        #expect(pool.statistics.idle == 1)
+        // Its only connection leased: nothing starts.
+        let held = try await pool.lease()
+        #expect(pool.startOnIdleConnection { _ in ran.withLock { $0 = -2 } } == nil)
+        await pool.release(held)
+        await pool.shutdown()
+        #expect(pool.startOnIdleConnection { _ in ran.withLock { $0 = -3 } } == nil)
+        #expect(ran.withLock { $0 } == Int(idlePID))
+    }
+
     /// No library thread spins before sleeping while a context's block runs (it may keep its
     /// core busy, and a yield behind it waits out its slice).
     @Test func noThreadSpinsWhileABlockRuns() {

@@ -168,6 +168,29 @@ public final class ConnectionPool: Sendable {
         }
     }
 
+    /// Starts `body` at once on the thread of an idle connection, and gives the connection
+    /// back when `body` ends; nil, and nothing runs, when no idle connection is ready
+    /// without a check or has a thread that is neither lent nor the caller's.
+    ///
+    /// For the library's statements sent in the background from a thread that must not wait
+    /// (a key reservation while a context inserts): the work crosses one thread, the
+    /// connection's, where ``withConnection(_:)`` from a new task crosses three (into the
+    /// library's executor, to the connection and back), each a wake-up that a busy core can
+    /// delay by milliseconds.
+    package func startOnIdleConnection(_ body: @escaping @Sendable (Connection) async -> Void) -> Task<Void, Never>? {
+        let current = ConnectionThread.current
+        guard let connection = takeIdleConnection(choosing: { idle in
+            idle.lastIndex { $0.thread !== current && !$0.thread.isLent }
+        }) else { return nil }
+        metrics.waitTime.recordNanoseconds(0)
+        return Task(executorPreference: connection.thread) {
+            let leased = ContinuousClock.now
+            await body(connection)
+            self.metrics.useTime.record(leased.duration(to: .now))
+            await self.release(connection)
+        }
+    }
+
     /// An idle connection that needs no check, taken without waiting; nil when there is
     /// none (the slow path then checks, opens or waits).
     private func takeIdleConnection() -> Connection? {
@@ -175,10 +198,16 @@ public final class ConnectionPool: Sendable {
         // idle: its statement then runs without a thread hop. Otherwise the latest idle one
         // whose thread is not lent (a statement there would wait for the borrower's pause).
         let current = ConnectionThread.current
-        return withState { state -> Connection? in
-            guard !state.isShutDown, !state.idle.isEmpty else { return nil }
-            let index = current.flatMap { thread in state.idle.lastIndex { $0.thread === thread } }
-                ?? state.idle.lastIndex { !$0.thread.isLent } ?? state.idle.count - 1
+        return takeIdleConnection { idle in
+            current.flatMap { thread in idle.lastIndex { $0.thread === thread } }
+                ?? idle.lastIndex { !$0.thread.isLent } ?? idle.count - 1
+        }
+    }
+
+    /// The idle connection at the index `choose` picks, taken if it needs no check.
+    private func takeIdleConnection(choosing choose: ([Connection]) -> Int?) -> Connection? {
+        withState { state -> Connection? in
+            guard !state.isShutDown, !state.idle.isEmpty, let index = choose(state.idle) else { return nil }
             let connection = state.idle[index]
             guard connection.idleSocketState() == .quiet, !connection.isClosed else { return nil }
             state.idle.remove(at: index)

@@ -6,13 +6,14 @@ import PostgresClient
 ///
 /// Once ``threshold`` inserted objects wait for keys and no reservation is on its way, the
 /// context asks the store for as many keys of each of their entities (`nextval`, as a save
-/// does), on the library's executor, while its caller goes on inserting. The objects keep
-/// their temporary IDs; a save or `obtainPermanentIDs(for:)` hands out the reserved keys
-/// and asks the store only for the rest, while it waits for a reservation still on its way;
-/// the objects take them ascending, in the order they were inserted. Keys left unused
-/// (objects deleted before the save, a rollback, a reset) are skipped values of the sequence,
-/// as a rolled-back `nextval`'s are; a reservation that fails is forgotten, and the save asks
-/// for its keys itself and reports any error.
+/// does), in the background (on an idle connection's own thread when there is one), while
+/// its caller goes on inserting. The objects keep their temporary IDs; a save or
+/// `obtainPermanentIDs(for:)` hands out the reserved keys and asks the store only for the
+/// rest, while it waits for a reservation still on its way; the objects take them ascending,
+/// in the order they were inserted. Keys left unused (objects deleted before the save, a
+/// rollback, a reset) are skipped values of the sequence, as a rolled-back `nextval`'s are;
+/// a reservation that fails is forgotten, and the save asks for its keys itself and reports
+/// any error.
 ///
 /// No Core Data equivalent (Core Data's store draws keys at the save); the pooled key
 /// allocation of Hibernate and the HiLo of Entity Framework work alike. Confined to its
@@ -58,12 +59,8 @@ final class KeyReservation {
             add(keys)
         }
         let counts = demand.take()
-        let coordinator = self.coordinator
         let arrived = Locked<Keys?>(nil)
-        let task = Task(executorPreference: LibraryExecutor.shared) {
-            let keys = try? await coordinator.allocateKeys(counts)
-            arrived.withLock { $0 = keys }
-        }
+        let task = coordinator.reserveKeys(counts) { keys in arrived.withLock { $0 = keys } }
         inFlight = Arriving(counts: counts, task: task, arrived: arrived)
     }
 

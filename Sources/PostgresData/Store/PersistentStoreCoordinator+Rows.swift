@@ -242,12 +242,34 @@ extension PersistentStoreCoordinator {
     /// Allocates primary keys from the entities' identity sequences, in one round trip for
     /// all of them: `SELECT n, array_agg(nextval(seq)) FROM generate_series(1, count) … UNION ALL …`.
     func allocateKeys(_ counts: [(EntityDescription, Int)]) async throws -> [EntityDescription: [Int64]] {
-        guard counts.contains(where: { $0.1 > 0 }),
-              let allocation = try KeyAllocation(counts, sequences: try loaded().sequences) else { return [:] }
-        let rows = try await withConnection { connection in
-            try await connection.query(allocation.sql, bindings: allocation.bindings).map { try $0.decode((Int32, [Int64]).self) }
-        }
+        guard counts.contains(where: { $0.1 > 0 }) else { return [:] }
+        return try await withConnection { connection in try await allocateKeys(counts, on: connection) }
+    }
+
+    /// ``allocateKeys(_:)`` on a connection already held.
+    private func allocateKeys(_ counts: [(EntityDescription, Int)], on connection: Connection) async throws -> [EntityDescription: [Int64]] {
+        guard let allocation = try KeyAllocation(counts, sequences: try loaded().sequences) else { return [:] }
+        let rows = try await connection.query(allocation.sql, bindings: allocation.bindings).map { try $0.decode((Int32, [Int64]).self) }
         return allocation.keys(from: rows)
+    }
+
+    /// Allocates keys as ``allocateKeys(_:)`` does, in the background, and hands them to
+    /// `deliver` (nil when the allocation failed); the task ends once they are handed over.
+    /// An idle connection runs it on its own thread at once (``ConnectionPool``'s
+    /// `startOnIdleConnection`), so that a context inserting in a loop, which keeps a core
+    /// busy, wakes one thread per reservation; otherwise it waits for a connection on the
+    /// library's executor.
+    func reserveKeys(_ counts: [(EntityDescription, Int)],
+                     deliver: @escaping @Sendable ([EntityDescription: [Int64]]?) -> Void) -> Task<Void, Never> {
+        if let pool = try? loaded().pool, let task = pool.startOnIdleConnection({ connection in
+            self.requests.withLock { $0 += 1 }
+            deliver(try? await self.allocateKeys(counts, on: connection))
+        }) {
+            return task
+        }
+        return Task(executorPreference: LibraryExecutor.shared) {
+            deliver(try? await self.allocateKeys(counts))
+        }
     }
 
     /// Runs a save plan in one transaction. Version-checked statements that miss rows roll
