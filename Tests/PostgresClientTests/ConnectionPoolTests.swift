@@ -325,6 +325,9 @@ struct ConnectionPoolTests {
         #expect(!spun)
         let nested = Spinning.busy { Spinning.busy { Spinning.spin(while: { true }, releasing: lock) } }
         #expect(!nested)
+        // A block lent the thread while another waits for its store work counts too.
+        let lent = Spinning.busy { Spinning.pausingBusy { Spinning.busy { Spinning.spin(while: { true }, releasing: lock) } } }
+        #expect(!lent)
     }
 
     @Test func minimumConnectionsAreOpenedUpFront() async throws {

@@ -239,11 +239,17 @@ package enum Spinning {
         return try body()
     }
 
-    /// Runs `body`, a wait of the calling thread's block for its store work, uncounted.
+    /// Runs `body`, a wait of the calling thread's block for its store work, uncounted; a
+    /// block the thread runs meanwhile (lent to another context) counts.
     package static func pausingBusy<T>(_ body: () throws -> T) rethrows -> T {
-        guard depth > 0 else { return try body() }
+        let paused = depth
+        guard paused > 0 else { return try body() }
+        depth = 0
         blocks.wrappingSubtract(1, ordering: .relaxed)
-        defer { blocks.wrappingAdd(1, ordering: .relaxed) }
+        defer {
+            blocks.wrappingAdd(1, ordering: .relaxed)
+            depth = paused
+        }
         return try body()
     }
     /// Yields before the spinner sleeps.
