@@ -184,10 +184,8 @@ public final class ConnectionPool: Sendable {
         }) else { return nil }
         metrics.waitTime.recordNanoseconds(0)
         return Task(executorPreference: connection.thread) {
-            let leased = ContinuousClock.now
-            await body(connection)
-            self.metrics.useTime.record(leased.duration(to: .now))
-            await self.release(connection)
+            // Already on the connection's thread: `run` hops nowhere.
+            _ = try? await self.run({ connection in await body(connection) }, on: connection)
         }
     }
 

@@ -178,18 +178,22 @@ final class ContextQueue: TaskExecutor, @unchecked Sendable {
         let executor = asUnownedTaskExecutor()
         Self.current.push(self)
         defer { Self.current.pop() }
-        for _ in 0..<64 {
-            // A borrowed connection thread goes back to its connection as soon as it has work.
-            if let thread, thread.hasWaitingJobs { break }
-            let job: UnownedJob? = lock.withLock {
-                if let job = jobs.popFirst() { return job }
-                scheduled = false
-                return nil
+        // Counted as one run: no library thread spins meanwhile (see `Spinning`).
+        let emptied = Spinning.busy { () -> Bool in
+            for _ in 0..<64 {
+                // A borrowed connection thread goes back to its connection as soon as it has work.
+                if let thread, thread.hasWaitingJobs { break }
+                let job: UnownedJob? = lock.withLock {
+                    if let job = jobs.popFirst() { return job }
+                    scheduled = false
+                    return nil
+                }
+                guard let job else { return true }
+                job.runSynchronously(on: executor)
             }
-            guard let job else { return }
-            // Counted: no library thread spins meanwhile (see `Spinning`).
-            Spinning.busy { job.runSynchronously(on: executor) }
+            return false
         }
+        if emptied { return }
         let more = lock.withLock { () -> Bool in
             if jobs.isEmpty { scheduled = false }
             return scheduled
