@@ -97,19 +97,19 @@ if processes > 1 {
 }
 
 let configuration: Configuration
-/// A hot standby of the throwaway server, for the replica workloads (none on `DATABASE_URL`).
-var standby: TemporaryPostgres?
+/// The throwaway server (none on `DATABASE_URL`); the replica workloads start a hot standby of it.
+let server: TemporaryPostgres?
 if let fromEnvironment = try Configuration.fromEnvironment() {
     configuration = try await TestDatabase.fresh(prefix: "bench")
+    server = nil
     _ = fromEnvironment
 } else {
-    let server = try TemporaryPostgres.start(settings: TemporaryPostgres.durableSettings)
-    configuration = server.configuration
-    if selects({ $0.hasPrefix("R") }) { standby = try server.startStandby() }
+    let started = try TemporaryPostgres.start(settings: TemporaryPostgres.durableSettings)
+    configuration = started.configuration
+    server = started
 }
 let connection = try await Connection.connect(configuration)
 let raw = try RawConnection(configuration)
-let standbyConnection: Connection? = if let standby { try await Connection.connect(standby.configuration) } else { nil }
 try await connection.execute(script: """
     DROP TABLE IF EXISTS items;
     CREATE TABLE items(id bigserial PRIMARY KEY, name text NOT NULL, created_at timestamptz NOT NULL,
@@ -156,53 +156,70 @@ let container = PersistentContainer(name: "Bench", model: ManagedObjectModel(Ben
 try await container.loadPersistentStores(configuration: configuration)
 let tracked = PersistentContainer(name: "Tracked", model: ManagedObjectModel(BenchItem.self))
 try await tracked.loadPersistentStores(configuration: configuration, options: .init(persistentHistoryTracking: true, remoteChangeNotifications: false))
-var workloads = makeWorkloads(client: connection, raw: raw, rows: rows)
+
+/// Runs each selected workload in pairs and reports it; with a `standby`, each timed run
+/// starts once it has replayed all the WAL written before.
+@MainActor func run(_ workloads: [Workload], standby: Connection? = nil) async throws {
+    for workload in workloads where selects(workload.name.contains) {
+        var clientTimes: [Double] = []
+        var rawTimes: [Double] = []
+        var clientPeak = 0, rawPeak = 0
+        var clientGrowth = 0, rawGrowth = 0
+        /// One timed run of a side, after the workload's untimed preparation.
+        func measure(_ body: () async throws -> Void, peak: inout Int, growth: inout Int) async throws -> Double {
+            try await workload.prepare()
+            // The standby replaying what earlier runs wrote would take a core from this one.
+            if let standby { try await waitForStandbyReplay(of: connection, on: standby) }
+            let watch = MemoryWatch()
+            let start = ContinuousClock.now
+            try await body()
+            let elapsed = milliseconds(ContinuousClock.now - start)
+            let memory = watch.read()
+            peak = max(peak, memory.peakMiB)
+            growth = max(growth, memory.growthMiB)
+            return elapsed
+        }
+        // Pairs run A B, then B A, and so on: neither side always runs first after the other's
+        // run, and each pair's ratio compares two runs made moments apart.
+        for pair in 0..<runs * workload.pairsPerRun {
+            if pair % 2 == 0 {
+                clientTimes.append(try await measure({ try await workload.client() }, peak: &clientPeak, growth: &clientGrowth))
+                rawTimes.append(try await measure({ try workload.raw() }, peak: &rawPeak, growth: &rawGrowth))
+            } else {
+                rawTimes.append(try await measure({ try workload.raw() }, peak: &rawPeak, growth: &rawGrowth))
+                clientTimes.append(try await measure({ try await workload.client() }, peak: &clientPeak, growth: &clientGrowth))
+            }
+        }
+        let pairRatios = zip(clientTimes, rawTimes).map { $0 / $1 }
+        let row = Row(workload: workload.name, clientMilliseconds: median(clientTimes), rawMilliseconds: median(rawTimes),
+                      ratio: median(pairRatios), clientPeakMiB: clientPeak, rawPeakMiB: rawPeak,
+                      clientGrowthMiB: clientGrowth, rawGrowthMiB: rawGrowth, pairRatios: pairRatios)
+        report.append(row)
+        printRow(row)
+    }
+}
+
+try await run(makeWorkloads(client: connection, raw: raw, rows: rows)
     + makeFetchWorkloads(container: container, client: connection, raw: raw, rows: rows)
     + makeObjectWorkloads(container: container, client: connection, raw: raw, rows: rows)
-    + makeHistoryWorkloads(plain: container, tracked: tracked, client: connection, rows: rows)
-if let standby, let standbyConnection {
+    + makeHistoryWorkloads(plain: container, tracked: tracked, client: connection, rows: rows))
+
+// The replica workloads, with a hot standby of the throwaway server that runs for them alone:
+// on this machine it shares the two cores with the client and the primary, and its replay of
+// the WAL a run writes, while the run goes on, takes CPU from the side that keeps both cores
+// busy (W1 save 1.26–1.29× with it, 1.21–1.25× without, three processes each, 2026-11-30 at
+// cebc3b3). A deployment's replica is another machine.
+if let server, selects({ $0.hasPrefix("R") }) {
+    let standby = try server.startStandby()
+    let standbyConnection = try await Connection.connect(standby.configuration)
     let replicated = PersistentContainer(name: "Replicated", model: ManagedObjectModel(BenchItem.self))
     try await replicated.loadPersistentStores(configuration: configuration,
                                               options: .init(readReplicaConfiguration: standby.configuration))
-    workloads += makeReplicaWorkloads(plain: container, replicated: replicated, client: connection,
-                                      standby: standbyConnection)
-}
-for workload in workloads where selects(workload.name.contains) {
-    var clientTimes: [Double] = []
-    var rawTimes: [Double] = []
-    var clientPeak = 0, rawPeak = 0
-    var clientGrowth = 0, rawGrowth = 0
-    /// One timed run of a side, after the workload's untimed preparation.
-    func measure(_ body: () async throws -> Void, peak: inout Int, growth: inout Int) async throws -> Double {
-        try await workload.prepare()
-        // The standby replaying what earlier runs wrote would take a core from this one.
-        if let standbyConnection { try await waitForStandbyReplay(of: connection, on: standbyConnection) }
-        let watch = MemoryWatch()
-        let start = ContinuousClock.now
-        try await body()
-        let elapsed = milliseconds(ContinuousClock.now - start)
-        let memory = watch.read()
-        peak = max(peak, memory.peakMiB)
-        growth = max(growth, memory.growthMiB)
-        return elapsed
-    }
-    // Pairs run A B, then B A, and so on: neither side always runs first after the other's
-    // run, and each pair's ratio compares two runs made moments apart.
-    for pair in 0..<runs * workload.pairsPerRun {
-        if pair % 2 == 0 {
-            clientTimes.append(try await measure({ try await workload.client() }, peak: &clientPeak, growth: &clientGrowth))
-            rawTimes.append(try await measure({ try workload.raw() }, peak: &rawPeak, growth: &rawGrowth))
-        } else {
-            rawTimes.append(try await measure({ try workload.raw() }, peak: &rawPeak, growth: &rawGrowth))
-            clientTimes.append(try await measure({ try await workload.client() }, peak: &clientPeak, growth: &clientGrowth))
-        }
-    }
-    let pairRatios = zip(clientTimes, rawTimes).map { $0 / $1 }
-    let row = Row(workload: workload.name, clientMilliseconds: median(clientTimes), rawMilliseconds: median(rawTimes),
-                  ratio: median(pairRatios), clientPeakMiB: clientPeak, rawPeakMiB: rawPeak,
-                  clientGrowthMiB: clientGrowth, rawGrowthMiB: rawGrowth, pairRatios: pairRatios)
-    report.append(row)
-    printRow(row)
+    try await run(makeReplicaWorkloads(plain: container, replicated: replicated, client: connection, standby: standbyConnection),
+                  standby: standbyConnection)
+    await replicated.persistentStoreCoordinator.close()
+    await standbyConnection.close()
+    standby.stop()
 }
 
 // The request path: units of work at 1, 8, 64 and 10,000 at once over a pool of 8.
