@@ -327,12 +327,13 @@ final class IdentityMap {
     /// as many slots as objects (a map grown to its size usually has): no fresh memory to
     /// fault in, and the table's huge pages under the sort's scattered writes.
     func removeAll(_ leaving: (ManagedObject) -> Void = { _ in }) {
-        let waiting = unplaced
+        var waiting = unplaced
         unplaced = []
         unplacedSweepCursor = 0
         generation &+= 1
-        // Borrowed: the list's own references keep them, and go with it.
-        waiting.forEachBorrowed(leaving)
+        // Each let go of right after `leaving` (last first), while it is still in the cache:
+        // 100,000 new objects saved and let go of were read twice.
+        while let object = waiting.popLast() { leaving(object) }
         guard let slots, placed > 0 else { return }
         defer { shrinkIfSparse() }
         guard placed >= Self.addressOrderThreshold else {

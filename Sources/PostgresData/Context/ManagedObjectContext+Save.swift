@@ -45,12 +45,13 @@ extension ManagedObjectContext {
             try validateChanges()
             try save(into: parent)
         } else {
-            saved = try await allocatingKeys {
+            let keysCover: ObjectSet.Membership?
+            (saved, keysCover) = try await allocatingKeys {
                 let saved = try ManagedObject.callWillSave(in: self)
                 try validateChanges()
                 return saved
             }
-            try await traced(.save, entity: nil) { try await saveToStore() }
+            try await traced(.save, entity: nil) { try await saveToStore(keysCover: keysCover) }
             advanceQueryGeneration()
         }
         saved.forEachBorrowed { $0.didSave() }
@@ -58,17 +59,20 @@ extension ManagedObjectContext {
 
     /// Runs `body` (the will-save hooks and validation) while the store allocates the keys of
     /// a large save's inserted objects, which the server takes a while to produce (`nextval`
-    /// once per row). A smaller save asks for its keys afterwards, in ``saveToStore()``.
-    private func allocatingKeys<T>(during body: () throws -> T) async throws -> T {
+    /// once per row). A smaller save asks for its keys afterwards, in ``saveToStore(keysCover:)``.
+    /// Also returns the inserted objects' membership when every one of them has its key (no
+    /// object joined while `body` ran), which spares the save a second pass over them.
+    private func allocatingKeys<T>(during body: () throws -> T) async throws -> (T, ObjectSet.Membership?) {
         guard insertedSet.count > SavePlan.pipelineLimit, let request = KeyRequest(insertedSet),
               let drawing = keyDrawing(for: request) else {
-            return try body()
+            return (try body(), nil)
         }
+        let requested = insertedSet.membership
         // Should `body` throw, the drawing is cancelled and waited for: the keys it may have
         // taken are left unused, as a rolled-back `nextval`'s are.
         let (result, keys) = try await whileStoreWorks(drawing, run: body)
         try assign(keys, for: request)
-        return result
+        return (result, insertedSet.membership == requested ? requested : nil)
     }
 
     /// The store's work that brings the keys `request` needs (nil when the reserved ones cover
@@ -208,9 +212,9 @@ extension ManagedObjectContext {
 
     // MARK: Saving to the database
 
-    private func saveToStore() async throws {
+    private func saveToStore(keysCover: ObjectSet.Membership?) async throws {
         try checkUniquenessAmongChanges()
-        try await allocateKeys()
+        if keysCover != insertedSet.membership { try await allocateKeys() }
         for _ in 0..<10 {
             let plan = try makePlan()
             activeSpan?.noteQuery(plan.statements.map(\.sql).joined(separator: "; "))
