@@ -69,9 +69,19 @@ let journalEvents = Locked<[String]>([])
             added.number = -1
         } else if title == "draft" {
             context.delete(self)
+        } else if title == "identified" {
+            do {
+                try context.obtainPermanentIDs(for: [self])
+                chapterKeysObtainedInHooks.withLock { $0.append(objectID.primaryKey ?? 0) }
+            } catch {
+                chapterKeysObtainedInHooks.withLock { $0.append(-1) }
+            }
         }
     }
 }
+
+/// The keys chapters titled "identified" obtained in their will-save hook (-1: it threw).
+let chapterKeysObtainedInHooks = Locked<[Int64]>([])
 
 /// How many times each meter (by key) was awakened from a fetch.
 let meterAwakenings = Locked<[Int64: Int]>([:])
@@ -196,6 +206,38 @@ let stampInitialisations = Locked(0)
         #expect(Set(rows) == Set(saved))
         #expect(rows.contains { $0.hasSuffix(" -1 added by a hook") } && rows.contains { $0.hasSuffix(" 20 appendix, split") })
         #expect(!rows.contains { $0.hasSuffix(" draft") })
+    }
+
+    /// A will-save hook that obtains its object's permanent ID while a large save waits for
+    /// its keys takes one of the keys reserved while the objects were inserted, which the save
+    /// had counted on: the save still gives each other object a key, and the object keeps
+    /// the one it obtained.
+    @Test func aHookObtainingItsPermanentIDDuringALargeSaveLeavesEveryObjectAKey() async throws {
+        let container = try await container()
+        let context = container.newBackgroundContext()
+        chapterKeysObtainedInHooks.withLock { $0 = [] }
+        let saved = try await context.perform {
+            for number in 0..<9_000 {
+                let chapter = Chapter(context: context)
+                chapter.number = number
+                chapter.title = number == 7 ? "identified" : "chapter"
+                // The first reservation (4,096 keys, sent at the 4,096th object) is back
+                // before the second goes: the save finds reserved keys in hand.
+                if number == 6_000 { Thread.sleep(forTimeInterval: 0.5) }
+            }
+            try context.save()
+            #expect(!context.hasChanges)
+            let kept = context.registeredObjects.compactMap { $0 as? Chapter }
+            #expect(kept.count == 9_000)
+            #expect(kept.allSatisfy { !$0.objectID.isTemporaryID && !$0.isInserted })
+            return kept.map { ($0.objectID.primaryKey ?? 0, $0.number) }
+        }
+        let obtained = chapterKeysObtainedInHooks.withLock { $0 }
+        #expect(obtained.count == 1 && obtained[0] > 0, "the hook obtained a key: \(obtained)")
+        #expect(saved.first { $0.1 == 7 }?.0 == obtained.first, "chapter 7 kept the key its hook obtained")
+        #expect(Set(saved.map(\.0)).count == 9_000, "every chapter has a key of its own")
+        let rows = try await container.rawStrings("SELECT id || ' ' || number FROM chapter")
+        #expect(Set(rows) == Set(saved.map { "\($0.0) \($0.1)" }))
     }
 
     /// The first scrap's validation deletes 59 of the 100 new scraps while the save walks

@@ -70,17 +70,20 @@ struct KeyRequest {
     /// way (the positions then hold other objects, or none), and each position's object takes
     /// the next key of its entity if it is still temporary and without one; keys left over are
     /// unused, as a rolled-back `nextval`'s are. When no object joined or left the set since
-    /// the request was made, each position takes its key without its object being read again.
+    /// the request was made and every key came, each position takes its key without its
+    /// object being read again. Fewer keys than asked for suffice when the objects short of
+    /// one took theirs meanwhile (a will-save hook's `obtainPermanentIDs(for:)`, which may
+    /// hand out keys reserved for this request).
     func assign(_ allocated: [EntityDescription: [Int64]], to inserted: inout ObjectSet) throws {
         var keys: [[Int64]] = []
+        var complete = true
         for (entity, count) in counts {
-            guard let allocatedKeys = allocated[entity], allocatedKeys.count >= count else {
-                throw PostgresDataError.invalidRequest("the store allocated fewer keys for \(entity.name) than asked for")
-            }
+            let allocatedKeys = allocated[entity] ?? []
+            complete = complete && allocatedKeys.count >= count
             keys.append(allocatedKeys)
         }
         var next = [Int](repeating: 0, count: counts.count)
-        if inserted.membership == membership {
+        if complete && inserted.membership == membership {
             for (position, slot) in zip(positions, slots) {
                 inserted.setAllocatedKey(keys[slot][next[slot]], at: position)
                 next[slot] += 1
@@ -90,6 +93,9 @@ struct KeyRequest {
         for (position, slot) in zip(positions, slots) {
             guard let id = inserted.objectID(at: position), id.entity === counts[slot].0,
                   id.isTemporaryID, inserted.allocatedKey(at: position) == 0 else { continue }
+            guard next[slot] < keys[slot].count else {
+                throw PostgresDataError.invalidRequest("the store allocated fewer keys for \(counts[slot].0.name) than its new objects need")
+            }
             inserted.setAllocatedKey(keys[slot][next[slot]], at: position)
             next[slot] += 1
         }
