@@ -97,9 +97,11 @@ let package = Package(
         ),
         .executableTarget(
             name: "postgres-data-bench",
-            dependencies: ["PostgresData", "PostgresClient", "PostgresDataTesting", "CLibPQ",
+            dependencies: ["PostgresData", "PostgresClient", "PostgresDataTesting", "CLibPQ", "BenchmarkFloorObjects",
                            .product(name: "Logging", package: "swift-log")]
         ),
+        // The benchmark floors' objects read from another module, as a library's objects are.
+        .target(name: "BenchmarkFloorObjects"),
         .testTarget(
             name: "PostgresClientTests",
             dependencies: ["PostgresClient", "PostgresDataTesting", "CLibPQ"]

@@ -1,3 +1,4 @@
+import BenchmarkFloorObjects
 import CLibPQ
 import Foundation
 import PostgresClient
@@ -87,10 +88,15 @@ func makeFetchWorkloads(container: PersistentContainer, client connection: Conne
         // The floor of any object graph with uniquing, raw against raw: what a class instance
         // per row costs, then a key map besides; PostgresData's W2 and W3 rows sit above it.
         Workload(name: "W2 floor: raw, a class instance per row (B: structs)", prepare: fullTable, client: {
-            try rawFetchIdentityMapped(raw, rows: rows, mapped: false)
+            try rawFetchIdentityMapped(raw, rows: rows, mapped: false, as: MappedItem.self)
         }, raw: { try rawFetchVersionedStructs(raw, rows: rows) }),
         Workload(name: "W2 floor: raw, a class instance per row in a key map (B: structs)", prepare: fullTable, client: {
-            try rawFetchIdentityMapped(raw, rows: rows, mapped: true)
+            try rawFetchIdentityMapped(raw, rows: rows, mapped: true, as: MappedItem.self)
+        }, raw: { try rawFetchVersionedStructs(raw, rows: rows) }),
+        // As above, the class in a module of its own (as a library's objects are): reading it
+        // costs the reading loop a retain and a release of each object.
+        Workload(name: "W2 floor: raw, in a key map, read through another module (B: structs)", prepare: fullTable, client: {
+            try rawFetchIdentityMapped(raw, rows: rows, mapped: true, as: LibraryItem.self)
         }, raw: { try rawFetchVersionedStructs(raw, rows: rows) }),
         Workload(name: "W3 asynchronous fetch \(rows.formatted()), batches of 10,000, read every attribute", prepare: fullTable, client: {
             let context = container.newBackgroundContext()
@@ -111,7 +117,10 @@ func makeFetchWorkloads(container: PersistentContainer, client connection: Conne
             try rawCursorVersionedStructs(raw, rows: rows, keeping: true)
         }),
         Workload(name: "W3 floor: raw cursor, a class instance per row in a key map (B: structs)", prepare: fullTable, client: {
-            try rawCursorIdentityMapped(raw, rows: rows)
+            try rawCursorIdentityMapped(raw, rows: rows, as: MappedItem.self)
+        }, raw: { try rawCursorVersionedStructs(raw, rows: rows, keeping: true) }),
+        Workload(name: "W3 floor: raw cursor, in a key map, read through another module (B: structs)", prepare: fullTable, client: {
+            try rawCursorIdentityMapped(raw, rows: rows, as: LibraryItem.self)
         }, raw: { try rawCursorVersionedStructs(raw, rows: rows, keeping: true) }),
         Workload(name: "W3 walk \(rows.formatted()) in batches of 10,000, read and released", prepare: fullTable, client: {
             let context = container.newBackgroundContext()
@@ -143,18 +152,44 @@ func rawFetchVersionedStructs(_ raw: RawConnection, rows: Int) throws {
     Sink.shared.add(items.reduce(0) { $0 &+ $1.checksum })
 }
 
-/// One object per row, as any identity-mapped object graph holds it.
-final class MappedItem {
+/// An object per row, as a floor holds it: made from a decoded row, found by its key, read.
+protocol FloorObject: AnyObject {
+    init(_ item: Item)
+    var key: Int64 { get }
+    /// Every attribute read once, as ``Item/checksum`` reads a raw row.
+    var checksum: Int { get }
+}
+
+/// One object per row, as any identity-mapped object graph holds it; a class of the module
+/// that reads it.
+final class MappedItem: FloorObject {
     var item: Item
     init(_ item: Item) { self.item = item }
+    var key: Int64 { item.id }
+    var checksum: Int { item.checksum }
+}
+
+/// The same object as a library hands it out: its values read through another module.
+extension LibraryItem: FloorObject {
+    convenience init(_ item: Item) {
+        self.init(id: item.id, name: item.name, createdAt: item.createdAt, done: item.done, weight: item.weight,
+                  version: item.version)
+    }
+
+    var key: Int64 { id }
+
+    var checksum: Int {
+        Int(truncatingIfNeeded: id) &+ name.utf8.count &+ Int(createdAt.timeIntervalSinceReferenceDate) &+ (done ? 1 : 0)
+            &+ Int(weight)
+    }
 }
 
 /// The leanest map from key to object for these keys: linear probing over the objects
 /// themselves, at most three quarters full, each probe comparing the object's own key. Keys
 /// are their own hash: the table's keys come in one run, which then fills one run of slots
 /// (no cache miss per insertion; PostgresData's identity map keeps runs together too).
-struct KeyMap {
-    private var slots: [MappedItem?]
+struct KeyMap<Object: FloorObject> {
+    private var slots: [Object?]
     private let mask: Int
 
     init(capacity: Int) {
@@ -166,10 +201,10 @@ struct KeyMap {
 
     /// Inserts `object` unless one with its key is there; returns the one kept.
     @discardableResult
-    mutating func insert(_ object: MappedItem) -> MappedItem {
-        var index = Int(truncatingIfNeeded: object.item.id) & mask
+    mutating func insert(_ object: Object) -> Object {
+        var index = Int(truncatingIfNeeded: object.key) & mask
         while let existing = slots[index] {
-            if existing.item.id == object.item.id { return existing }
+            if existing.key == object.key { return existing }
             index = (index + 1) & mask
         }
         slots[index] = object
@@ -180,19 +215,19 @@ struct KeyMap {
 /// The least an object graph does beyond ``rawFetchVersionedStructs(_:rows:)``: each row a
 /// class instance (`mapped`: found again by its key in a ``KeyMap``); every value read, all
 /// freed.
-func rawFetchIdentityMapped(_ raw: RawConnection, rows: Int, mapped: Bool) throws {
+func rawFetchIdentityMapped<Object: FloorObject>(_ raw: RawConnection, rows: Int, mapped: Bool, as _: Object.Type) throws {
     let result = try raw.execBinary(selectAllWithVersions)
     let count = PQntuples(result)
-    var objects: [MappedItem] = []
+    var objects: [Object] = []
     objects.reserveCapacity(Int(count))
-    var map = KeyMap(capacity: mapped ? Int(count) : 0)
+    var map = KeyMap<Object>(capacity: mapped ? Int(count) : 0)
     for row in 0..<count {
-        let object = MappedItem(rawVersionedItem(result, row))
+        let object = Object(rawVersionedItem(result, row))
         objects.append(mapped ? map.insert(object) : object)
     }
     PQclear(result)
     try expectRows(objects.count, rows, "raw fetch into objects")
-    Sink.shared.add(objects.reduce(0) { $0 &+ $1.item.checksum })
+    Sink.shared.add(objects.reduce(0) { $0 &+ $1.checksum })
 }
 
 /// Raw "faults": the same result, only the key and the version decoded, the rows kept
@@ -251,15 +286,15 @@ func rawCursorVersionedStructs(_ raw: RawConnection, rows: Int, keeping: Bool) t
 /// The least an object graph does beyond the keeping ``rawCursorVersionedStructs(_:rows:keeping:)``:
 /// each row a class instance found again by its key in a ``KeyMap``, every value read once
 /// the last batch is in (as an asynchronous fetch's final result is read), all freed.
-func rawCursorIdentityMapped(_ raw: RawConnection, rows: Int) throws {
-    var objects: [MappedItem] = []
+func rawCursorIdentityMapped<Object: FloorObject>(_ raw: RawConnection, rows: Int, as _: Object.Type) throws {
+    var objects: [Object] = []
     objects.reserveCapacity(rows)
-    var map = KeyMap(capacity: rows)
+    var map = KeyMap<Object>(capacity: rows)
     let count = try rawCursorBatches(raw) { result, batch in
-        for row in 0..<batch { objects.append(map.insert(MappedItem(rawVersionedItem(result, row)))) }
+        for row in 0..<batch { objects.append(map.insert(Object(rawVersionedItem(result, row)))) }
     }
     try expectRows(count, rows, "raw cursor into objects")
-    Sink.shared.add(objects.reduce(0) { $0 &+ $1.item.checksum })
+    Sink.shared.add(objects.reduce(0) { $0 &+ $1.checksum })
 }
 
 /// Reads every row of `items` with its version through a cursor, 10,000 rows a FETCH, the

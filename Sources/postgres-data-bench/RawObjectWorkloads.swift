@@ -184,14 +184,14 @@ func rawAllocateKeys(_ raw: RawConnection, rows: Int) throws -> [Int64] {
 /// COPY encodes each row from its instance; all freed.
 func rawSaveMappedObjects(_ raw: RawConnection, rows: Int) throws {
     var objects: [MappedItem] = []
-    var temporary = KeyMap(capacity: rows)
+    var temporary = KeyMap<MappedItem>(capacity: rows)
     for i in 1...rows {
         let item = Item(id: Int64(i), name: "item-\(i)", createdAt: epoch.addingTimeInterval(Double(i)), done: i % 2 == 0, weight: Int32(i % 1000))
         objects.append(temporary.insert(MappedItem(item)))
     }
     try raw.exec("BEGIN")
     let keys = try rawAllocateKeys(raw, rows: rows)
-    var permanent = KeyMap(capacity: rows)
+    var permanent = KeyMap<MappedItem>(capacity: rows)
     for (object, key) in zip(objects, keys) {
         object.item.id = key
         permanent.insert(object)
