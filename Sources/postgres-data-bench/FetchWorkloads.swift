@@ -14,8 +14,7 @@ final class Sink: @unchecked Sendable {
 extension BenchItem {
     /// Every attribute read once, as ``Item/checksum`` reads a raw row.
     var checksum: Int {
-        Int(truncatingIfNeeded: objectID.primaryKey ?? 0) &+ name.utf8.count &+ Int(createdAt.timeIntervalSinceReferenceDate)
-            &+ (done ? 1 : 0) &+ Int(weight)
+        itemChecksum(id: objectID.primaryKey ?? 0, name: name, createdAt: createdAt, done: done, weight: Int(weight))
     }
 }
 
@@ -178,10 +177,7 @@ extension LibraryItem: FloorObject {
 
     var key: Int64 { id }
 
-    var checksum: Int {
-        Int(truncatingIfNeeded: id) &+ name.utf8.count &+ Int(createdAt.timeIntervalSinceReferenceDate) &+ (done ? 1 : 0)
-            &+ Int(weight)
-    }
+    var checksum: Int { itemChecksum(id: id, name: name, createdAt: createdAt, done: done, weight: Int(weight)) }
 }
 
 /// The leanest map from key to object for these keys: linear probing over the objects

@@ -12,9 +12,14 @@ struct Item {
     var version: UInt32 = 0
 
     /// Every attribute read once: what a workload that "reads every attribute" sums.
-    var checksum: Int {
-        Int(truncatingIfNeeded: id) &+ name.utf8.count &+ Int(createdAt.timeIntervalSinceReferenceDate) &+ (done ? 1 : 0) &+ Int(weight)
-    }
+    var checksum: Int { itemChecksum(id: id, name: name, createdAt: createdAt, done: done, weight: Int(weight)) }
+}
+
+/// The sum a workload that "reads every attribute" makes of an item's values, whichever way
+/// each side reads them (a struct's fields, an object's getters).
+@inline(__always)
+func itemChecksum(id: Int64, name: String, createdAt: Date, done: Bool, weight: Int) -> Int {
+    Int(truncatingIfNeeded: id) &+ name.utf8.count &+ Int(createdAt.timeIntervalSinceReferenceDate) &+ (done ? 1 : 0) &+ weight
 }
 
 /// One workload: the same work done through PostgresClient and through raw libpq.
